@@ -1,0 +1,643 @@
+"""Load generator for any server that speaks the bunqueue TCP protocol.
+
+    python -m benchmarks.load --host 127.0.0.1 --port 6789 [--token T]
+        [--workloads push pushb100 ...] [--jobs N] [--json]
+
+Each workload uses a fresh queue, measures one phase, then verifies outside the measured time that
+every pushed job was pulled exactly once and that nothing is left waiting, active, delayed or
+failed, and finally obliterates its queue. The ``run_*`` coroutines are the reusable API: each
+takes ``(addr, n, *, token=None, ...)`` and returns a flat dict (see :func:`_result`).
+
+The client is Python too, so the per-job cost on this side is kept small: commands are packed once
+(:func:`bunqueue.client.prepare`), frames are pipelined, replies are consumed by callbacks instead of
+tasks, and the garbage collector is paused while measuring. ``client_cpu`` in each result is the
+share of one core this process used during the measured phase; near 1.0 means the client, not the
+server, set the pace.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import gc
+import inspect
+import json
+import math
+import platform
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+from bunqueue.client import BunqueueError, Connection, PreparedCommand, connect, prepare
+
+Addr = tuple[str, int]
+Reply = dict[str, Any]
+Command = dict[str, Any] | PreparedCommand
+
+DEFAULT_JOBS = 20_000
+DEFAULT_DATA_BYTES = 64
+PRELOAD_BATCH = 1000
+DRAIN_BATCH = 1000
+JOB_NAME = "bench"
+
+# Counts that must be zero once a workload has drained its queue. `completed` is not among them:
+# jobs are kept after ACK unless removeOnComplete is set.
+PENDING_STATES = ("waiting", "prioritized", "delayed", "active", "failed", "waiting-children", "paused")
+
+
+class WorkloadError(Exception):
+    """The server refused a command or the workload could not finish."""
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def queue_name(workload: str) -> str:
+    return f"bench-{workload}-{uuid.uuid4().hex[:12]}"
+
+
+def job_data(data_bytes: int) -> dict[str, Any]:
+    return {"payload": "x" * data_bytes}
+
+
+def _ok(reply: Reply, what: str) -> Reply:
+    if reply.get("ok") is not True:
+        raise WorkloadError(f"{what} failed: {reply.get('error', reply)!r}")
+    return reply
+
+
+async def _connect_many(addr: Addr, count: int, token: str | None) -> list[Connection]:
+    return list(await asyncio.gather(*(connect(addr[0], addr[1], token=token) for _ in range(count))))
+
+
+async def _close_all(conns: Sequence[Connection]) -> None:
+    await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+
+
+def _split(n: int, parts: int) -> list[int]:
+    """Split n into `parts` near-equal non-negative shares."""
+    base, extra = divmod(n, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+class _Timer:
+    """Wall time and this process's CPU time of one measured phase."""
+
+    __slots__ = ("seconds", "cpu")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.cpu = 0.0
+
+
+@contextlib.contextmanager
+def _measure() -> Iterator[_Timer]:
+    # A collection pass over the growing heap of reply dicts costs milliseconds at a time and
+    # would be billed to the server; the measured phases are short, so collect before and after.
+    timer = _Timer()
+    gc.collect()
+    gc.disable()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    try:
+        yield timer
+    finally:
+        timer.seconds = time.perf_counter() - t0
+        timer.cpu = time.process_time() - cpu0
+        gc.enable()
+
+
+def _result(workload: str, queue: str, jobs: int, ops: int, unit: str, timer: _Timer, **extra: Any) -> dict:
+    seconds = timer.seconds
+    rate_base = jobs if unit == "jobs/s" else ops
+    return {
+        "workload": workload,
+        "queue": queue,
+        "jobs": jobs,
+        "ops": ops,
+        "seconds": round(seconds, 4),
+        "rate": round(rate_base / seconds, 1) if seconds > 0 else math.inf,
+        "unit": unit,
+        "client_cpu": round(timer.cpu / seconds, 2) if seconds > 0 else 0.0,
+        **extra,
+    }
+
+
+async def _windowed(
+    conn: Connection,
+    cmd: Command,
+    total: int,
+    window: int,
+    on_reply: Callable[[Reply], None],
+) -> None:
+    """Send `cmd` `total` times over `conn`, keeping up to `window` requests in flight.
+
+    Replies are handled in future callbacks; replacements for all replies that arrived in one read
+    go out together in a single write, so the refill costs one syscall rather than one per job.
+    """
+    if total <= 0:
+        return
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+    sent = 0
+    received = 0
+    refill_scheduled = False
+
+    def on_done(fut: asyncio.Future[Reply]) -> None:
+        nonlocal received, refill_scheduled
+        if finished.done():
+            return
+        try:
+            on_reply(fut.result())
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            finished.set_exception(exc)
+            return
+        received += 1
+        if received == total:
+            finished.set_result(None)
+        elif not refill_scheduled:
+            # Runs after the callbacks of every other reply decoded from the same read.
+            refill_scheduled = True
+            loop.call_soon(refill)
+
+    def refill() -> None:
+        nonlocal sent, refill_scheduled
+        refill_scheduled = False
+        if finished.done():
+            return
+        k = min(window - (sent - received), total - sent)
+        if k <= 0:
+            return
+        try:
+            futures = conn.pipeline_nowait([cmd] * k)
+        except ConnectionError as exc:
+            finished.set_exception(exc)
+            return
+        sent += k
+        for fut in futures:
+            fut.add_done_callback(on_done)
+
+    refill()
+    await finished
+
+
+async def _push_batches(
+    conns: Sequence[Connection],
+    queue: str,
+    n: int,
+    batch: int,
+    window: int,
+    data: Any,
+) -> list[str]:
+    """PUSHB n jobs in batches of `batch`, `window` batches in flight per connection."""
+    ids: list[str] = []
+
+    def on_reply(reply: Reply) -> None:
+        ids.extend(_ok(reply, "PUSHB")["ids"])
+
+    full, rest = divmod(n, batch)
+    jobs = [{"name": JOB_NAME, "data": data}] * batch
+    cmd = prepare({"cmd": "PUSHB", "queue": queue, "jobs": jobs})
+    work: list[Awaitable[None]] = [
+        _windowed(conn, cmd, share, window, on_reply) for conn, share in zip(conns, _split(full, len(conns)))
+    ]
+    if rest:
+        tail = prepare({"cmd": "PUSHB", "queue": queue, "jobs": jobs[:rest]})
+        work.append(_windowed(conns[-1], tail, 1, 1, on_reply))
+    await asyncio.gather(*work)
+    return ids
+
+
+async def _drain(conn: Connection, queue: str) -> list[str]:
+    """Pull and acknowledge whatever is still ready in `queue`; return the ids."""
+    ids: list[str] = []
+    pullb = prepare({"cmd": "PULLB", "queue": queue, "count": DRAIN_BATCH})
+    while True:
+        jobs = _ok(await conn.request(pullb), "PULLB")["jobs"]
+        if not jobs:
+            return ids
+        batch = [job["id"] for job in jobs]
+        _ok(await conn.request({"cmd": "ACKB", "ids": batch}), "ACKB")
+        ids.extend(batch)
+
+
+async def _verify(
+    conn: Connection,
+    queue: str,
+    n: int,
+    pushed: list[str],
+    pulled: list[str] | None,
+) -> dict[str, Any]:
+    """Check exactly-once delivery and empty counts, then remove the queue.
+
+    `pulled` is None for push-only workloads: the queue is drained here and that drain is the
+    pull. Otherwise the workload itself must have emptied the queue.
+    """
+    problems: list[str] = []
+    leftover = await _drain(conn, queue)
+    if pulled is None:
+        pulled = leftover
+    elif leftover:
+        problems.append(f"{len(leftover)} jobs still ready after the workload")
+        pulled = pulled + leftover
+
+    if len(pushed) != n:
+        problems.append(f"{len(pushed)} ids returned for {n} pushed jobs")
+    pushed_set = set(pushed)
+    if len(pushed_set) != len(pushed):
+        problems.append(f"{len(pushed) - len(pushed_set)} duplicate ids returned by push")
+    pulled_set = set(pulled)
+    if len(pulled_set) != len(pulled):
+        problems.append(f"{len(pulled) - len(pulled_set)} jobs pulled more than once")
+    if missing := len(pushed_set - pulled_set):
+        problems.append(f"{missing} pushed jobs never pulled")
+    if unknown := len(pulled_set - pushed_set):
+        problems.append(f"{unknown} pulled jobs that were not pushed")
+
+    counts = _ok(await conn.request({"cmd": "GetJobCounts", "queue": queue}), "GetJobCounts")["counts"]
+    nonzero = {state: counts.get(state) for state in PENDING_STATES if counts.get(state)}
+    if nonzero:
+        problems.append(f"counts not zero: {nonzero}")
+    count = _ok(await conn.request({"cmd": "Count", "queue": queue}), "Count")["count"]
+    if count:
+        problems.append(f"Count is {count}")
+
+    await conn.request({"cmd": "Obliterate", "queue": queue})
+    return {
+        "verified": not problems,
+        "problems": problems,
+        "completed": counts.get("completed"),
+    }
+
+
+# -- workloads ------------------------------------------------------------------------------------
+
+
+async def run_push(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    token: str | None = None,
+    connections: int = 4,
+    window: int = 50,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """PUSH n jobs, `connections` connections each keeping `window` requests in flight."""
+    queue = queue_name("push")
+    conns = await _connect_many(addr, connections, token)
+    try:
+        cmd = prepare({"cmd": "PUSH", "queue": queue, "name": JOB_NAME, "data": job_data(data_bytes)})
+        ids: list[str] = []
+
+        def on_reply(reply: Reply) -> None:
+            ids.append(_ok(reply, "PUSH")["id"])
+
+        with _measure() as timer:
+            await asyncio.gather(
+                *(_windowed(c, cmd, share, window, on_reply) for c, share in zip(conns, _split(n, connections)))
+            )
+        check = await _verify(conns[0], queue, n, ids, None)
+    finally:
+        await _close_all(conns)
+    return _result("push", queue, n, n, "jobs/s", timer, connections=connections, window=window, **check)
+
+
+async def run_pushb(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    batch: int = 100,
+    token: str | None = None,
+    connections: int = 4,
+    window: int = 4,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """PUSHB n jobs in batches of `batch`, `window` batches in flight per connection."""
+    name = f"pushb{batch}"
+    queue = queue_name(name)
+    conns = await _connect_many(addr, connections, token)
+    try:
+        with _measure() as timer:
+            ids = await _push_batches(conns, queue, n, batch, window, job_data(data_bytes))
+        check = await _verify(conns[0], queue, n, ids, None)
+    finally:
+        await _close_all(conns)
+    ops = math.ceil(n / batch)
+    return _result(name, queue, n, ops, "jobs/s", timer, connections=connections, window=window, **check)
+
+
+run_pushb100 = functools.partial(run_pushb, batch=100)
+run_pushb1000 = functools.partial(run_pushb, batch=1000, window=2)
+
+
+async def run_pullb_ackb(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    token: str | None = None,
+    connections: int = 4,
+    count: int = 100,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """Preload n jobs, then drain them with PULLB(count) + ACKB, one consumer per connection.
+
+    Each consumer writes the ACKB of one batch together with the PULLB of the next, so a batch costs
+    one round trip.
+    """
+    queue = queue_name("pullb_ackb")
+    conns = await _connect_many(addr, connections, token)
+    try:
+        pushed = await _push_batches(conns, queue, n, PRELOAD_BATCH, 2, job_data(data_bytes))
+        pullb = prepare({"cmd": "PULLB", "queue": queue, "count": count})
+        pulled: list[str] = []
+        round_trips = 0
+
+        async def consume(conn: Connection) -> None:
+            nonlocal round_trips
+            reply = _ok(await conn.request(pullb), "PULLB")
+            round_trips += 1
+            while jobs := reply["jobs"]:
+                ids = [job["id"] for job in jobs]
+                ack, reply = await conn.pipeline([{"cmd": "ACKB", "ids": ids}, pullb])
+                _ok(ack, "ACKB")
+                _ok(reply, "PULLB")
+                round_trips += 1
+                pulled.extend(ids)
+
+        with _measure() as timer:
+            await asyncio.gather(*(consume(c) for c in conns))
+        check = await _verify(conns[0], queue, n, pushed, pulled)
+    finally:
+        await _close_all(conns)
+    return _result(
+        "pullb_ackb", queue, n, round_trips, "jobs/s", timer, connections=connections, count=count, **check
+    )
+
+
+async def run_worker(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    token: str | None = None,
+    connections: int = 5,
+    concurrency: int = 50,
+    lock_ttl: int = 30_000,
+    poll_timeout: int = 0,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """Preload n jobs, then drain them with `concurrency` PULL(owner, lockTtl) + ACK(token) loops.
+
+    The consumers share one owner and are spread over `connections` connections, as one Bun
+    Worker with that concurrency would be.
+    """
+    queue = queue_name("worker")
+    conns = await _connect_many(addr, connections, token)
+    try:
+        pushed = await _push_batches(conns[:2], queue, n, PRELOAD_BATCH, 2, job_data(data_bytes))
+        pull = prepare(
+            {"cmd": "PULL", "queue": queue, "owner": f"{queue}-worker", "lockTtl": lock_ttl, "timeout": poll_timeout}
+        )
+        pulled: list[str] = []
+
+        async def consume(conn: Connection) -> None:
+            request = conn.request
+            while True:
+                reply = _ok(await request(pull), "PULL")
+                job = reply["job"]
+                if job is None:
+                    return
+                job_id = job["id"]
+                _ok(await request({"cmd": "ACK", "id": job_id, "token": reply["token"]}), "ACK")
+                pulled.append(job_id)
+
+        with _measure() as timer:
+            await asyncio.gather(*(consume(conns[i % connections]) for i in range(concurrency)))
+        check = await _verify(conns[0], queue, n, pushed, pulled)
+    finally:
+        await _close_all(conns)
+    return _result(
+        "worker", queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency, **check
+    )
+
+
+def _percentile(sorted_ns: list[int], q: float) -> float:
+    """Nearest-rank percentile, in microseconds."""
+    rank = max(1, math.ceil(q * len(sorted_ns)))
+    return round(sorted_ns[rank - 1] / 1000, 1)
+
+
+async def run_latency(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    token: str | None = None,
+    warmup: int = 200,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """Sequential PUSH, one request in flight; reports round-trip percentiles in microseconds."""
+    queue = queue_name("latency")
+    conn = await connect(addr[0], addr[1], token=token)
+    try:
+        cmd = prepare({"cmd": "PUSH", "queue": queue, "name": JOB_NAME, "data": job_data(data_bytes)})
+        request = conn.request
+        ids: list[str] = []
+        for _ in range(warmup):
+            ids.append(_ok(await request(cmd), "PUSH")["id"])
+        samples = [0] * n
+        clock = time.perf_counter_ns
+        with _measure() as timer:
+            for i in range(n):
+                t0 = clock()
+                reply = await request(cmd)
+                samples[i] = clock() - t0
+                ids.append(_ok(reply, "PUSH")["id"])
+        check = await _verify(conn, queue, n + warmup, ids, None)
+    finally:
+        await conn.close()
+    samples.sort()
+    return _result(
+        "latency",
+        queue,
+        n,
+        n,
+        "ops/s",
+        timer,
+        p50_us=_percentile(samples, 0.50),
+        p99_us=_percentile(samples, 0.99),
+        p999_us=_percentile(samples, 0.999),
+        max_us=round(samples[-1] / 1000, 1),
+        mean_us=round(sum(samples) / n / 1000, 1),
+        **check,
+    )
+
+
+WORKLOADS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
+    "push": run_push,
+    "pushb100": run_pushb100,
+    "pushb1000": run_pushb1000,
+    "pullb_ackb": run_pullb_ackb,
+    "worker": run_worker,
+    "latency": run_latency,
+}
+
+
+async def run_workload(
+    name: str,
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    token: str | None = None,
+    timeout: float | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Run one workload by name; options a workload does not take (e.g. `connections` for
+    latency) are ignored so one option set can drive them all."""
+    func = WORKLOADS[name]
+    params = inspect.signature(func).parameters
+    accepted = {k: v for k, v in options.items() if v is not None and k in params}
+    async with asyncio.timeout(timeout):
+        return await func(addr, n, token=token, **accepted)
+
+
+async def server_info(addr: Addr, token: str | None = None) -> dict[str, Any]:
+    conn = await connect(addr[0], addr[1], token=token)
+    try:
+        hello = await conn.request({"cmd": "Hello", "protocolVersion": 3, "capabilities": ["pipelining"]})
+    finally:
+        await conn.close()
+    return {k: hello.get(k) for k in ("server", "version", "protocolVersion")}
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def _format_rate(row: dict[str, Any]) -> str:
+    return f"{row['rate']:,.0f}" if "rate" in row else "-"
+
+
+def _status(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return f"ERROR: {row['error']}"
+    return "ok" if row["verified"] else "FAILED: " + "; ".join(row["problems"])
+
+
+def _progress_line(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return f"{row['workload']:<11} {_status(row)}"
+    line = (
+        f"{row['workload']:<11} {row['jobs']:>8} jobs  {row['seconds']:>7.2f} s  "
+        f"{_format_rate(row):>10} {row['unit']}  client cpu {row['client_cpu']:.2f}"
+    )
+    if "p50_us" in row:
+        line += f"  p50/p99/p999 {row['p50_us']}/{row['p99_us']}/{row['p999_us']} us"
+    return f"{line}  {_status(row)}"
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    headers = ("workload", "jobs", "seconds", "rate", "unit", "client cpu", "p50 us", "p99 us", "p999 us", "check")
+    body = []
+    for row in rows:
+        if "error" in row:
+            body.append((row["workload"], "-", "-", "-", "-", "-", "-", "-", "-", _status(row)))
+            continue
+        body.append(
+            (
+                row["workload"],
+                str(row["jobs"]),
+                f"{row['seconds']:.2f}",
+                _format_rate(row),
+                row["unit"],
+                f"{row['client_cpu']:.2f}",
+                str(row.get("p50_us", "-")),
+                str(row.get("p99_us", "-")),
+                str(row.get("p999_us", "-")),
+                _status(row),
+            )
+        )
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+    right = {1, 2, 3, 5, 6, 7, 8}
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    lines = [fmt(headers), fmt(["-" * w for w in widths])]
+    lines.extend(fmt(r) for r in body)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=6789)
+    parser.add_argument("--token", default=None, help="auth token, sent as Auth on every connection")
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS), metavar="W",
+                        help=f"workloads to run, in order (default: all of {', '.join(WORKLOADS)})")
+    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="jobs per workload (default: %(default)s)")
+    parser.add_argument("--connections", type=int, default=None,
+                        help="connections per workload (default: each workload's own)")
+    parser.add_argument("--data-bytes", type=int, default=DEFAULT_DATA_BYTES,
+                        help="size of the string in each job's data (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per workload")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--no-uvloop", action="store_true", help="use the default asyncio event loop")
+    return parser.parse_args(argv)
+
+
+async def _main(args: argparse.Namespace, loop_name: str) -> int:
+    addr = (args.host, args.port)
+    try:
+        server = await server_info(addr, args.token)
+    except (OSError, BunqueueError) as exc:
+        print(f"cannot use {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    print(f"# {server.get('server')} {server.get('version')} at {args.host}:{args.port}, "
+          f"{args.jobs} jobs per workload, {loop_name}", file=sys.stderr)
+
+    rows: list[dict[str, Any]] = []
+    live = sys.stderr.isatty()
+    for name in args.workloads:
+        if live:
+            print(f"{name:<11} running ...", end="\r", file=sys.stderr, flush=True)
+        try:
+            row = await run_workload(
+                name, addr, args.jobs, token=args.token, timeout=args.timeout,
+                connections=args.connections, data_bytes=args.data_bytes,
+            )
+        except (WorkloadError, BunqueueError, OSError) as exc:  # TimeoutError is an OSError
+            row = {"workload": name, "error": str(exc) or type(exc).__name__}
+        rows.append(row)
+        print(_progress_line(row) + ("\x1b[K" if live else ""), file=sys.stderr, flush=True)
+
+    if args.json:
+        report = {
+            "target": f"{args.host}:{args.port}",
+            "server": server,
+            "jobs": args.jobs,
+            "client": {"python": platform.python_version(), "loop": loop_name},
+            "results": rows,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_table(rows))
+    return 0 if all(r.get("verified") for r in rows) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    loop_factory = None
+    loop_name = "asyncio"
+    if not args.no_uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            loop_factory, loop_name = uvloop.new_event_loop, f"uvloop {uvloop.__version__}"
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(_main(args, loop_name))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

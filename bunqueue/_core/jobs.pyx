@@ -1,0 +1,421 @@
+# cython: freethreading_compatible = False
+"""The per-job push path: validate a job's options, build its record and its wire form."""
+import json
+import re
+
+from libc.math cimport ceil, floor, isfinite, isnan
+
+from uuid_utils import uuid7
+
+from bunqueue import errors
+from bunqueue.errors import CommandError
+
+MAX_DURATION = 4.32e15
+MAX_GROUP_PRIORITY = 2097151
+MAX_ATTEMPTS = 2147483647
+DEFAULT_BACKOFF = 1000
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_STACK_TRACE_LIMIT = 10
+MAX_MAX_DELAY = 86400000
+MAX_DATA_JSON = 10 * 1024 * 1024
+MAX_NAME = 256
+MAX_SAFE_INTEGER = 9007199254740991.0
+
+cdef double _MAX_DURATION = MAX_DURATION
+cdef double _INT_LO = -2147483648.0
+cdef double _INT_HI = 4294967296.0
+
+_QUEUE_NAME = re.compile(r"[a-zA-Z0-9_\-.:]+\Z")
+# Queue names repeat on every command; remembering the valid ones skips the regex on the hot path.
+cdef set _valid_queues = set()
+
+STATE_WAITING_CHILDREN = "waiting-children"
+
+
+cdef class Job:
+    pass
+
+
+def validate_queue_name(name):
+    if type(name) is str and name in _valid_queues:
+        return name
+    if name is None or name == "":
+        raise CommandError(errors.QUEUE_REQUIRED)
+    if type(name) is not str:
+        raise CommandError(errors.QUEUE_NOT_STRING)
+    if len(name) > 256:
+        raise CommandError(errors.QUEUE_TOO_LONG)
+    if _QUEUE_NAME.match(name) is None:
+        raise CommandError(errors.QUEUE_INVALID_CHARS)
+    if len(_valid_queues) < 65536:
+        _valid_queues.add(name)
+    return name
+
+
+cpdef object wire_number(double value):
+    """A number as the JS encoder would put it on the wire.
+
+    msgpackr writes an integral number in the int32/uint32 range as an integer and everything else as
+    float64; a uint64 would reach JS clients as a BigInt and break their arithmetic.
+    """
+    if value == floor(value) and _INT_LO <= value < _INT_HI:
+        return <long long>value
+    return value
+
+
+cdef double _number(object value, str field) except? -1.5:
+    """A numeric option as a double: numbers as given, numeric strings as their number."""
+    cdef type t = type(value)
+    if t is float:
+        return <double>value
+    if t is int:
+        return <double>value
+    if t is str:
+        text = (<str>value).strip()
+        if text:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+    raise CommandError(errors.must_be_number(field))
+
+
+cdef double _finite(object value, str field) except? -1.5:
+    cdef double d = _number(value, field)
+    if not isfinite(d):
+        raise CommandError(errors.must_be_finite(field))
+    return d
+
+
+cdef double _duration(object value, str field, bint non_negative) except? -1.5:
+    cdef double d = _finite(value, field)
+    if non_negative and d < 0:
+        raise CommandError(errors.must_be_at_least(field, 0))
+    if d > _MAX_DURATION:
+        return _MAX_DURATION
+    if d < -_MAX_DURATION:
+        return -_MAX_DURATION
+    return d
+
+
+def finite_option(dict opts, str field):
+    """A finite numeric option or None when absent (shared with the command handlers)."""
+    value = opts.get(field)
+    if value is None:
+        return None
+    return _finite(value, field)
+
+
+cdef object _max_attempts(object value):
+    if value is None:
+        return DEFAULT_MAX_ATTEMPTS
+    cdef double d = _number(value, "maxAttempts")
+    if isnan(d):
+        raise CommandError(errors.must_be_finite("maxAttempts"))
+    # 1 or less runs once; a fraction rounds up; Infinity is the int32 ceiling.
+    if d <= 1:
+        return 1
+    if d >= MAX_ATTEMPTS:
+        return MAX_ATTEMPTS
+    return <long long>ceil(d)
+
+
+cdef tuple _backoff(object value):
+    """(base delay, backoffConfig) from the number or the object form."""
+    if value is None:
+        return DEFAULT_BACKOFF, None
+    if type(value) is not dict:
+        return wire_number(_duration(value, "backoff", True)), None
+    cdef dict spec = <dict>value
+    kind = "fixed" if spec.get("type") == "fixed" else "exponential"
+    delay_value = spec.get("delay")
+    delay = DEFAULT_BACKOFF if delay_value is None else wire_number(
+        _duration(delay_value, "backoff.delay", True))
+    config = {"type": kind, "delay": delay}
+    max_delay = spec.get("maxDelay")
+    if max_delay is not None:
+        d = _finite(max_delay, "backoff.maxDelay")
+        if d < 0:
+            raise CommandError(errors.must_be_at_least("backoff.maxDelay", 0))
+        if d > MAX_MAX_DELAY:
+            raise CommandError(errors.must_be_at_most("backoff.maxDelay", MAX_MAX_DELAY))
+        config["maxDelay"] = wire_number(d)
+    return delay, config
+
+
+cdef object _optional_finite(dict opts, str field):
+    value = opts.get(field)
+    if value is None:
+        return None
+    return wire_number(_finite(value, field))
+
+
+cdef object _optional_duration(dict opts, str field, bint non_negative):
+    value = opts.get(field)
+    if value is None:
+        return None
+    return wire_number(_duration(value, field, non_negative))
+
+
+cdef bint _flag(dict opts, str field) except -1:
+    value = opts.get(field)
+    if value is None or value is False:
+        return False
+    if value is True:
+        return True
+    raise CommandError(errors.must_be_boolean(field))
+
+
+cdef object _string(dict opts, str field):
+    value = opts.get(field)
+    if value is None or value == "":
+        return None
+    if type(value) is not str:
+        raise CommandError(errors.must_be_string(field))
+    return value
+
+
+cdef list _string_list(dict opts, str field):
+    value = opts.get(field)
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise CommandError(errors.must_be_string_array(field))
+    for item in <list>value:
+        if type(item) is not str:
+            raise CommandError(errors.must_be_string_array(field))
+    return list(<list>value)
+
+
+cdef tuple _name_and_data(dict opts):
+    """Protocol v3 name, or the legacy envelope: a string ``data.name`` when no top-level name is sent."""
+    if "name" in opts:
+        name = opts["name"]
+        data = opts.get("data", _ABSENT)
+    else:
+        data = opts.get("data", _ABSENT)
+        name = "default"
+        if type(data) is dict:
+            legacy = (<dict>data).get("name")
+            if type(legacy) is str:
+                name = legacy
+                data = {k: v for k, v in (<dict>data).items() if k != "name"}
+    if type(name) is not str or not (0 < len(<str>name) <= MAX_NAME):
+        raise CommandError(errors.JOB_NAME_INVALID)
+    return name, data
+
+
+cdef object _ABSENT = object()
+
+
+def data_too_large(data):
+    """Whether the payload is over 10 MB as JSON, the size the reference measures."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=_json_fallback)
+    except (TypeError, ValueError):
+        return False
+    return len(text) > MAX_DATA_JSON
+
+
+def _json_fallback(value):
+    if isinstance(value, (bytes, bytearray)):
+        return list(value)
+    return None
+
+
+cdef object _group(dict opts, double *priority):
+    """The group id, checking the intra-group priority rules (integer 0..2097151, lower first)."""
+    group_id = opts.get("groupId")
+    if group_id is None:
+        return None
+    if type(group_id) is not str:
+        raise CommandError(errors.must_be_string("groupId"))
+    if not group_id:
+        raise CommandError(errors.must_be_non_empty_string("groupId"))
+    if len(<str>group_id) > MAX_NAME:
+        raise CommandError(errors.must_be_at_most_chars("groupId", MAX_NAME))
+    cdef double p = priority[0]
+    if p != floor(p):
+        raise CommandError(errors.GROUP_PRIORITY_INTEGER)
+    if p < 0 or p > MAX_GROUP_PRIORITY:
+        raise CommandError(errors.GROUP_PRIORITY_RANGE)
+    return group_id
+
+
+cdef object _group_max_size(dict opts):
+    value = opts.get("groupMaxSize")
+    if value is None:
+        return None
+    cdef double d
+    try:
+        d = _number(value, "groupMaxSize")
+    except CommandError:
+        raise CommandError(errors.GROUP_MAX_SIZE)
+    if not (isfinite(d) and d >= 1 and d == floor(d) and d <= MAX_SAFE_INTEGER):
+        raise CommandError(errors.GROUP_MAX_SIZE)
+    return <long long>d
+
+
+cdef object _repeat(dict opts):
+    value = opts.get("repeat")
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise CommandError(errors.REPEAT_SHAPE)
+    cdef dict spec = <dict>value
+    every = spec.get("every")
+    pattern = spec.get("pattern")
+    if (every is None) == (pattern is None):
+        raise CommandError(errors.REPEAT_SHAPE)
+    out = {}
+    if every is not None:
+        d = _number(every, "repeat.every")
+        if not (isfinite(d) and d > 0):
+            raise CommandError(errors.REPEAT_EVERY)
+        out["every"] = wire_number(d)
+    else:
+        if type(pattern) is not str or not pattern:
+            raise CommandError(errors.must_be_non_empty_string("repeat.pattern"))
+        out["pattern"] = pattern
+    for field in ("limit", "count", "startDate", "endDate"):
+        if spec.get(field) is not None:
+            out[field] = wire_number(_finite(spec[field], "repeat." + field))
+    if spec.get("tz") is not None:
+        if type(spec["tz"]) is not str:
+            raise CommandError(errors.must_be_string("repeat.tz"))
+        out["tz"] = spec["tz"]
+    if spec.get("immediately") is not None:
+        out["immediately"] = bool(spec["immediately"])
+    return out
+
+
+cdef object _dedup(dict opts, dict wire):
+    value = opts.get("dedup")
+    if value is None:
+        return
+    if type(value) is not dict:
+        raise CommandError(errors.must_be_object("dedup"))
+    cdef dict spec = <dict>value
+    if spec.get("ttl") is not None:
+        wire["deduplicationTtl"] = wire_number(_duration(spec["ttl"], "dedup.ttl", True))
+    wire["deduplicationExtend"] = _flag(spec, "extend")
+    wire["deduplicationReplace"] = _flag(spec, "replace")
+
+
+cdef class JobFactory:
+    """Builds validated job records. One per broker: it owns the id and sequence sources."""
+
+    def __init__(self):
+        self._seq = 0
+        self._uuid7 = uuid7
+
+    cpdef str new_token(self):
+        return str(self._uuid7())
+
+    cpdef Job build(self, dict opts, str queue, double now, bint batch):
+        cdef Job job = Job.__new__(Job)
+        cdef double priority = 0.0
+        cdef double delay = 0.0
+        cdef double created_at = now
+
+        name, data = _name_and_data(opts)
+        value = opts.get("priority")
+        if value is not None:
+            priority = _finite(value, "priority")
+        group_id = _group(opts, &priority)
+        group_max = _group_max_size(opts)
+        value = opts.get("delay")
+        if value is not None:
+            delay = _duration(value, "delay", False)
+        max_attempts = _max_attempts(opts.get("maxAttempts"))
+        backoff, backoff_config = _backoff(opts.get("backoff"))
+        ttl = _optional_duration(opts, "ttl", True)
+        timeout = _optional_duration(opts, "timeout", True)
+        stall_timeout = _optional_duration(opts, "stallTimeout", False)
+        value = opts.get("timestamp")
+        if value is not None:
+            created_at = _finite(value, "timestamp")
+            if created_at > _MAX_DURATION:
+                raise CommandError(errors.must_be_at_most("timestamp", "4320000000000000"))
+            if created_at < -_MAX_DURATION:
+                raise CommandError(errors.must_be_at_least("timestamp", "-4320000000000000"))
+        stack_limit = _optional_finite(opts, "stackTraceLimit")
+        custom_id = _string(opts, "customId" if batch else "jobId")
+        unique_key = _string(opts, "uniqueKey")
+        depends_on = _string_list(opts, "dependsOn")
+        lifo = _flag(opts, "lifo")
+        repeat = _repeat(opts)
+
+        job.seq = self._seq = self._seq + 1
+        job_id = custom_id if custom_id is not None else str(self._uuid7())
+        created = wire_number(created_at)
+        run_at = created_at + delay
+        # The wire form, in the reference's key order: clients that decode into records see the same shape.
+        wire = {
+            "id": job_id,
+            "queue": queue,
+            "name": name,
+            "data": data,
+            "createdAt": created,
+            "runAt": wire_number(run_at),
+            "startedAt": None,
+            "completedAt": None,
+            "attempts": 0,
+            "backoff": backoff,
+            "backoffConfig": backoff_config,
+            "dependsOn": depends_on,
+            "childrenIds": _string_list(opts, "childrenIds"),
+            "childrenCompleted": 0,
+            "tags": _string_list(opts, "tags"),
+            "progress": 0,
+            "progressMessage": None,
+            "stacktrace": None,
+            "repeat": repeat,
+            "durable": _flag(opts, "durable"),
+            "lastHeartbeat": created,
+            "stallCount": 0,
+            "priority": wire_number(priority),
+            "lifo": lifo,
+            "maxAttempts": max_attempts,
+            "removeOnComplete": _flag(opts, "removeOnComplete"),
+            "removeOnFail": _flag(opts, "removeOnFail"),
+            "ttl": ttl,
+            "timeout": timeout,
+            "uniqueKey": unique_key,
+            "customId": custom_id,
+            "parentId": _string(opts, "parentId"),
+            "groupId": group_id,
+            "stallTimeout": stall_timeout,
+            "stackTraceLimit": DEFAULT_STACK_TRACE_LIMIT if stack_limit is None else stack_limit,
+            "keepLogs": _optional_finite(opts, "keepLogs"),
+            "sizeLimit": _optional_finite(opts, "sizeLimit"),
+            "failParentOnFailure": _flag(opts, "failParentOnFailure"),
+            "removeDependencyOnFailure": _flag(opts, "removeDependencyOnFailure"),
+            "continueParentOnFailure": _flag(opts, "continueParentOnFailure"),
+            "ignoreDependencyOnFailure": _flag(opts, "ignoreDependencyOnFailure"),
+            "deduplicationTtl": None,
+            "deduplicationExtend": False,
+            "deduplicationReplace": False,
+            "debounceId": _string(opts, "debounceId"),
+            "debounceTtl": _optional_finite(opts, "debounceTtl"),
+            "timeline": None,
+        }
+        if data is _ABSENT:
+            # JS `undefined`: the key is left out, as a msgpack client would read it.
+            del wire["data"]
+        _dedup(opts, wire)
+        job.wire = wire
+        job.id = job_id
+        job.queue = queue
+        job.priority = priority
+        job.run_at = run_at
+        job.lifo = lifo
+        job.state = 0
+        job.group_id = group_id
+        job.unique_key = unique_key
+        job.custom_id = custom_id
+        job.pending_deps = set(depends_on) if depends_on else None
+        job.holder = None
+        job.started_at = 0.0
+        job.group_max_size = group_max
+        return job

@@ -1,0 +1,466 @@
+"""The broker: job commands as state changes over the compiled core. No sockets, no awaits.
+
+Every method runs to completion without yielding, so each transition is atomic with respect to every
+other command: the event loop is the lock.
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.jobs import Job, JobFactory, data_too_large, wire_number
+from bunqueue._core.leases import LeaseTable
+from bunqueue.broker import states
+from bunqueue.broker.dlq import DeadLetters
+from bunqueue.broker.queue import QueueState
+from bunqueue.broker.retry import retry_delay
+from bunqueue.broker.session import Session
+from bunqueue.errors import CommandError
+
+TIMELINE_CAP = 20
+DEFAULT_MAX_STALLS = 3
+
+
+def now_ms() -> float:
+    """Epoch milliseconds as an integral float, as JS ``Date.now()`` goes on the wire (float64)."""
+    return float(time.time_ns() // 1_000_000)
+
+
+def _timeline(job: Job, entry: dict[str, Any]) -> None:
+    timeline = job.wire["timeline"]
+    timeline.append(entry)
+    if len(timeline) > TIMELINE_CAP:
+        del timeline[0]
+
+
+class Broker:
+    def __init__(self, *, max_completed_jobs: int = 50000) -> None:
+        self.jobs: dict[str, Job] = {}
+        self.queues: dict[str, QueueState] = {}
+        self.factory = JobFactory()
+        self.leases = LeaseTable()
+        self.dlq = DeadLetters()
+        self.results: dict[str, Any] = {}
+        self.max_completed_jobs = max(1, max_completed_jobs)
+        # Completed jobs in completion order, for FIFO eviction of the in-memory copies.
+        self.completed: OrderedDict[str, None] = OrderedDict()
+        # Ids known to have completed though their record is gone (removeOnComplete, eviction): they still
+        # satisfy a dependsOn.
+        self.completion_proofs: OrderedDict[str, None] = OrderedDict()
+        self.dependents: dict[str, set[str]] = {}
+        self.unique_keys: dict[tuple[str, str], tuple[str, float | None]] = {}
+        # Failure history per job (the DLQ entry's ``attempts``).
+        self.failures: dict[str, list[dict[str, Any]]] = {}
+        # Called with an epoch-ms time whenever a lease may expire earlier than anything scheduled.
+        self.wake_at = _no_wake
+
+    # -- queues ------------------------------------------------------------------------------------
+
+    def queue(self, name: str) -> QueueState:
+        q = self.queues.get(name)
+        if q is None:
+            q = self.queues[name] = QueueState(name)
+        return q
+
+    def promote_due(self, q: QueueState, now: float) -> None:
+        q.promote_due(now, self.jobs, states.READY)
+
+    def _enqueue(self, q: QueueState, job: Job, now: float) -> None:
+        if job.run_at > now:
+            job.state = states.DELAYED
+            q.add_delayed(job)
+            if q.waiters:
+                # Long-pollers sleep until the earliest run time they knew of: let them look again.
+                self.wake(q, len(q.waiters))
+        else:
+            job.state = states.READY
+            q.add_ready(job)
+            if q.waiters:
+                self.wake(q, 1)
+
+    @staticmethod
+    def wake(q: QueueState, n: int) -> None:
+        waiters = q.waiters
+        while n > 0 and waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
+
+    # -- push --------------------------------------------------------------------------------------
+
+    def push(self, queue: str, opts: dict[str, Any], check_size: bool = False) -> str:
+        now = now_ms()
+        job = self._build(opts, queue, now, False, check_size)
+        self._check_dependencies(job, ())
+        return self._admit(job, now)
+
+    def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
+        """All-or-nothing admission: every job is validated before any is visible."""
+        if type(items) is not list:
+            raise CommandError(errors.must_be_array("jobs"))
+        now = now_ms()
+        build = self._build
+        jobs: list[Job] = []
+        for i, opts in enumerate(items):
+            if type(opts) is not dict:
+                raise CommandError(errors.batch_item(i, errors.must_be_object("job")))
+            try:
+                jobs.append(build(opts, queue, now, True, check_size))
+            except CommandError as exc:
+                raise CommandError(errors.batch_item(i, exc.message)) from None
+        batch_ids = [job.custom_id for job in jobs if job.custom_id is not None]
+        for i, job in enumerate(jobs):
+            if job.pending_deps is not None:
+                try:
+                    self._check_dependencies(job, batch_ids)
+                except CommandError as exc:
+                    raise CommandError(errors.batch_item(i, exc.message)) from None
+        self._check_group_caps(jobs)
+        admit = self._admit
+        return [admit(job, now) for job in jobs]
+
+    def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
+        job = self.factory.build(opts, queue, now, batch)
+        if check_size and "data" in job.wire and data_too_large(job.wire["data"]):
+            raise CommandError(errors.JOB_DATA_TOO_LARGE)
+        return job
+
+    def _check_dependencies(self, job: Job, batch_ids: Any) -> None:
+        if job.pending_deps is None:
+            return
+        for dep in job.wire["dependsOn"]:
+            if dep not in self.jobs and dep not in self.completion_proofs and dep not in batch_ids:
+                raise CommandError(errors.dependency_not_found(dep))
+        if job.id in job.pending_deps:
+            raise CommandError(errors.dependency_not_found(job.id))
+        self._check_group_caps([job])
+
+    def _check_group_caps(self, jobs: list[Job]) -> None:
+        extra: dict[tuple[str, str], int] = {}
+        for job in jobs:
+            if job.group_max_size is None:
+                continue
+            key = (job.queue, job.group_id)
+            extra[key] = extra.get(key, 0) + 1
+            depth = self.group_depth(job.queue, job.group_id) + extra[key] - 1
+            if depth >= job.group_max_size:
+                raise CommandError(errors.group_full(job.group_id, job.group_max_size))
+
+    def group_depth(self, queue: str, group_id: str) -> int:
+        q = self.queues.get(queue)
+        return q.group_depth(group_id) if q is not None else 0
+
+    def _admit(self, job: Job, now: float) -> str:
+        if job.custom_id is not None:
+            existing = self.jobs.get(job.custom_id)
+            if existing is not None:
+                if existing.state in states.LIVE:
+                    return existing.id
+                self._forget(existing)
+        if job.unique_key is not None:
+            owner = self._unique_owner(job.queue, job.unique_key, now)
+            if owner is not None:
+                return owner
+            ttl = job.wire["deduplicationTtl"]
+            self.unique_keys[(job.queue, job.unique_key)] = (job.id, None if ttl is None else now + ttl)
+        q = self.queue(job.queue)
+        self.jobs[job.id] = job
+        deps = job.pending_deps
+        if deps is not None:
+            proofs = self.completion_proofs
+            jobs = self.jobs
+            for dep in list(deps):
+                done = jobs.get(dep)
+                if dep in proofs or (done is not None and done.state == states.COMPLETED):
+                    deps.discard(dep)
+        if deps:
+            job.state = states.WAITING_CHILDREN
+            q.n_waiting_children += 1
+            for dep in deps:
+                self.dependents.setdefault(dep, set()).add(job.id)
+            initial = states.WAITING_CHILDREN_NAME
+        else:
+            job.pending_deps = None
+            self._enqueue(q, job, now)
+            initial = states.state_name(job.state, job.priority, job.run_at, now)
+        job.wire["timeline"] = [{"state": initial, "timestamp": now}]
+        return job.id
+
+    def _unique_owner(self, queue: str, key: str, now: float) -> str | None:
+        entry = self.unique_keys.get((queue, key))
+        if entry is None:
+            return None
+        owner_id, expires_at = entry
+        owner = self.jobs.get(owner_id)
+        if owner is None or owner.state not in states.LIVE or (expires_at is not None and expires_at <= now):
+            del self.unique_keys[(queue, key)]
+            return None
+        return owner_id
+
+    def _release_unique_key(self, job: Job) -> None:
+        if job.unique_key is not None:
+            key = (job.queue, job.unique_key)
+            entry = self.unique_keys.get(key)
+            if entry is not None and entry[0] == job.id:
+                del self.unique_keys[key]
+
+    # -- pull --------------------------------------------------------------------------------------
+
+    def pull(
+        self,
+        q: QueueState,
+        count: int,
+        session: Session | None,
+        owner: str | None,
+        lock_ttl: float,
+        detach: bool,
+    ) -> tuple[list[Job], list[str] | None]:
+        tokens: list[str] | None = [] if owner is not None else None
+        if q.paused:
+            return [], tokens
+        now = now_ms()
+        self.promote_due(q, now)
+        out: list[Job] = []
+        jobs = self.jobs
+        held = session.held if session is not None and (owner is not None or not detach) else None
+        while len(out) < count:
+            job_id = q.pop_ready()
+            if job_id is None:
+                break
+            job = jobs[job_id]
+            q.took(job)
+            wire = job.wire
+            ttl = wire["ttl"]
+            if ttl is not None and now > wire["createdAt"] + ttl:
+                self._discard_expired(q, job)
+                continue
+            job.state = states.ACTIVE
+            job.started_at = now
+            wire["startedAt"] = now
+            wire["lastHeartbeat"] = now
+            _timeline(job, {"state": states.ACTIVE_NAME, "timestamp": now})
+            q.n_active += 1
+            if tokens is not None:
+                token = self.factory.new_token()
+                self.leases.grant(job_id, token, owner, now, lock_ttl)
+                tokens.append(token)
+                self.wake_at(now + lock_ttl)
+            if held is not None:
+                held.add(job_id)
+                job.holder = held
+            out.append(job)
+        return out, tokens
+
+    def _discard_expired(self, q: QueueState, job: Job) -> None:
+        """A job past its ttl is dropped when a pull meets it: never delivered, no DLQ."""
+        self._release_unique_key(job)
+        self._delete(job)
+
+    # -- settle ------------------------------------------------------------------------------------
+
+    def active_job(self, job_id: Any, token: Any) -> Job:
+        job = self.jobs.get(job_id) if type(job_id) is str else None
+        if job is None or job.state != states.ACTIVE:
+            raise CommandError(errors.not_processing(job_id))
+        lease_token = self.leases.token(job_id)
+        if lease_token is not None:
+            if token is None:
+                raise CommandError(errors.lock_token_required(job_id))
+            if token != lease_token:
+                raise CommandError(errors.invalid_lock_token(job_id))
+        return job
+
+    def _leave_active(self, job: Job) -> QueueState:
+        self.leases.release(job.id)
+        holder = job.holder
+        if holder is not None:
+            holder.discard(job.id)
+            job.holder = None
+        q = self.queues[job.queue]
+        q.n_active -= 1
+        return q
+
+    def ack(self, job: Job, result: Any, has_result: bool, remove: bool) -> None:
+        now = now_ms()
+        q = self._leave_active(job)
+        self._release_unique_key(job)
+        job_id = job.id
+        if remove or job.wire["removeOnComplete"]:
+            self._delete(job)
+            self._add_proof(job_id)
+        else:
+            job.state = states.COMPLETED
+            job.wire["completedAt"] = now
+            _timeline(job, {"state": states.COMPLETED_NAME, "timestamp": now})
+            if has_result:
+                self.results[job_id] = result
+            q.n_completed += 1
+            self.completed[job_id] = None
+            if len(self.completed) > self.max_completed_jobs:
+                self._evict_completed()
+        waiting = self.dependents.pop(job_id, None)
+        if waiting:
+            self._resolve_dependents(job_id, waiting, now)
+
+    def _resolve_dependents(self, dep_id: str, waiting: set[str], now: float) -> None:
+        for job_id in waiting:
+            job = self.jobs.get(job_id)
+            if job is None or job.state != states.WAITING_CHILDREN:
+                continue
+            job.pending_deps.discard(dep_id)
+            if not job.pending_deps:
+                job.pending_deps = None
+                q = self.queue(job.queue)
+                q.n_waiting_children -= 1
+                self._enqueue(q, job, now)
+
+    def fail(self, job: Job, error: Any, stack: Any, unrecoverable: bool, remove: bool) -> None:
+        now = now_ms()
+        q = self._leave_active(job)
+        wire = job.wire
+        attempts = wire["attempts"] + 1
+        wire["attempts"] = attempts
+        if stack is not None:
+            wire["stacktrace"] = _cap_stack(stack, wire["stackTraceLimit"])
+        terminal = unrecoverable or attempts >= wire["maxAttempts"]
+        reason = "max_attempts_exceeded" if terminal else "explicit_fail"
+        self._record_failure(job, attempts, reason, error, now)
+        entry: dict[str, Any] = {"state": states.FAILED_NAME, "timestamp": now}
+        if error is not None:
+            entry["error"] = error
+        entry["attempt"] = attempts
+        _timeline(job, entry)
+        if terminal:
+            self._fail_terminally(job, reason, error, now, remove)
+        else:
+            self._retry(q, job, attempts, now)
+
+    def _retry(self, q: QueueState, job: Job, attempts: int, now: float) -> None:
+        wire = job.wire
+        run_at = now + retry_delay(wire["backoff"], wire["backoffConfig"], attempts)
+        job.run_at = run_at
+        wire["runAt"] = wire_number(run_at)
+        _timeline(job, {"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
+        self._enqueue(q, job, now)
+
+    def _record_failure(self, job: Job, attempt: int, reason: str, error: Any, now: float) -> None:
+        started = job.wire["startedAt"]
+        self.failures.setdefault(job.id, []).append(
+            {
+                "attempt": attempt,
+                "startedAt": started,
+                "failedAt": now,
+                "reason": reason,
+                "error": error,
+                "duration": wire_number(now - started) if started is not None else 0,
+            }
+        )
+
+    def _fail_terminally(self, job: Job, reason: str, error: Any, now: float, remove: bool) -> None:
+        self._release_unique_key(job)
+        if remove or job.wire["removeOnFail"]:
+            self._delete(job)
+            return
+        job.state = states.FAILED
+        evicted = self.dlq.add(job, reason, error, self.failures.pop(job.id, []), now)
+        if evicted is not None:
+            self.jobs.pop(evicted, None)
+
+    # -- leases and connections --------------------------------------------------------------------
+
+    def expire_leases(self, now: float) -> None:
+        """Active jobs whose lease ran out go back to their queue (or to the DLQ when out of tries)."""
+        for job_id in self.leases.pop_expired(now):
+            job = self.jobs.get(job_id)
+            if job is None or job.state != states.ACTIVE:
+                continue
+            q = self._leave_active(job)
+            wire = job.wire
+            wire["attempts"] += 1
+            wire["stallCount"] += 1
+            if wire["attempts"] >= wire["maxAttempts"] or wire["stallCount"] >= DEFAULT_MAX_STALLS:
+                reason = "max_attempts_exceeded" if wire["attempts"] >= wire["maxAttempts"] else "stalled"
+                self._record_failure(job, wire["attempts"], reason, "Lock expired", now)
+                self._fail_terminally(job, reason, "Lock expired", now, False)
+            else:
+                self._enqueue(q, job, now)
+
+    def next_lease_deadline(self) -> float | None:
+        return self.leases.next_deadline()
+
+    def release_session(self, session: Session) -> int:
+        """Requeue what a closed client held, without charging an attempt.
+
+        A job whose lease was renewed is left to lease expiry: its worker may be heartbeating it from
+        another connection.
+        """
+        now = now_ms()
+        released = 0
+        for job_id in list(session.held):
+            job = self.jobs.get(job_id)
+            if job is None or job.state != states.ACTIVE:
+                continue
+            if job_id in self.leases and self.leases.renewals(job_id) > 0:
+                job.holder = None
+                continue
+            q = self._leave_active(job)
+            job.wire["startedAt"] = None
+            self._enqueue(q, job, now)
+            released += 1
+        session.held.clear()
+        return released
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def _delete(self, job: Job) -> None:
+        self.jobs.pop(job.id, None)
+        self.results.pop(job.id, None)
+        self.failures.pop(job.id, None)
+
+    def _forget(self, job: Job) -> None:
+        """Retire a finished generation whose custom id is being reused."""
+        if job.state == states.COMPLETED:
+            self.completed.pop(job.id, None)
+            self.queue(job.queue).n_completed -= 1
+        elif job.state == states.FAILED:
+            self.dlq.remove(job.queue, job.id)
+        self._delete(job)
+
+    def _add_proof(self, job_id: str) -> None:
+        proofs = self.completion_proofs
+        proofs[job_id] = None
+        if len(proofs) > self.max_completed_jobs:
+            proofs.popitem(last=False)
+
+    def _evict_completed(self) -> None:
+        """Forget the oldest tenth of the completed jobs kept in memory."""
+        for _ in range(max(1, self.max_completed_jobs // 10)):
+            if not self.completed:
+                break
+            job_id, _ = self.completed.popitem(last=False)
+            job = self.jobs.get(job_id)
+            if job is not None:
+                self.queue(job.queue).n_completed -= 1
+                self._delete(job)
+            self._add_proof(job_id)
+
+    @property
+    def active_count(self) -> int:
+        return sum(q.n_active for q in self.queues.values())
+
+
+def _no_wake(when: float) -> None:
+    return None
+
+
+def _cap_stack(stack: Any, limit: Any) -> list[str] | None:
+    if type(stack) is not list:
+        return None
+    lines = [line for line in stack[:100] if type(line) is str]
+    cap = int(limit) if limit is not None else 10
+    if cap <= 0:
+        return None
+    return lines[:cap]

@@ -1,0 +1,158 @@
+"""One queue's scheduling state: the ready heap, group lanes, the delayed heap and O(1) counters."""
+from __future__ import annotations
+
+from collections import deque
+
+from bunqueue._core.jobs import Job
+from bunqueue._core.readyqueue import ReadyQueue
+from bunqueue._core.timers import TimerHeap
+
+
+class QueueState:
+    """Jobs of one queue that are not active.
+
+    Ungrouped ready jobs sit in one heap in the reference order. Grouped jobs wait in one lane per group
+    (lower intra-group priority first, then admission order) and are served round-robin, after any ready
+    ungrouped job. Delayed jobs sit in a time heap until their run time passes; they are moved to the
+    ready side lazily, by whoever looks next, so no timer runs per delayed job.
+    """
+
+    __slots__ = (
+        "name",
+        "ready",
+        "lanes",
+        "rotation",
+        "delayed",
+        "delayed_by_group",
+        "paused",
+        "n_waiting",
+        "n_prioritized",
+        "n_active",
+        "n_completed",
+        "n_waiting_children",
+        "waiters",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ready = ReadyQueue()
+        self.lanes: dict[str, ReadyQueue] = {}
+        # Groups with ready jobs, in round-robin order: the head is served next.
+        self.rotation: deque[str] = deque()
+        self.delayed = TimerHeap()
+        # Delayed jobs per group: with the lanes, the pending depth that groupMaxSize caps.
+        self.delayed_by_group: dict[str, int] = {}
+        self.paused = False
+        self.n_waiting = 0
+        self.n_prioritized = 0
+        self.n_active = 0
+        self.n_completed = 0
+        self.n_waiting_children = 0
+        self.waiters: deque = deque()
+
+    # -- ready side --------------------------------------------------------------------------------
+
+    def add_ready(self, job: Job) -> None:
+        group = job.group_id
+        if group is None:
+            self.ready.push(job.id, job.priority, job.lifo, job.run_at, job.seq)
+        else:
+            lane = self.lanes.get(group)
+            if lane is None:
+                lane = self.lanes[group] = ReadyQueue()
+            if not lane:
+                self.rotation.append(group)
+            # Lanes run lower priorities first and ignore LIFO and run time: admission order breaks ties.
+            lane.push(job.id, -job.priority, False, 0.0, job.seq)
+        if job.priority > 0:
+            self.n_prioritized += 1
+        else:
+            self.n_waiting += 1
+
+    def remove_ready(self, job: Job) -> bool:
+        group = job.group_id
+        if group is None:
+            removed = self.ready.remove(job.id)
+        else:
+            lane = self.lanes.get(group)
+            removed = lane is not None and lane.remove(job.id)
+            if removed and not lane:
+                self._drop_lane(group)
+        if removed:
+            self._count_out(job)
+        return removed
+
+    def pop_ready(self) -> str | None:
+        """The next job id to run, or None. The caller counts it out with ``took``."""
+        job_id = self.ready.pop()
+        if job_id is not None or not self.rotation:
+            return job_id
+        group = self.rotation[0]
+        lane = self.lanes[group]
+        job_id = lane.pop()
+        if lane:
+            self.rotation.rotate(-1)
+        else:
+            self._drop_lane(group)
+        return job_id
+
+    def took(self, job: Job) -> None:
+        self._count_out(job)
+
+    def _count_out(self, job: Job) -> None:
+        if job.priority > 0:
+            self.n_prioritized -= 1
+        else:
+            self.n_waiting -= 1
+
+    def _drop_lane(self, group: str) -> None:
+        del self.lanes[group]
+        try:
+            self.rotation.remove(group)
+        except ValueError:
+            pass
+
+    # -- delayed side ------------------------------------------------------------------------------
+
+    def add_delayed(self, job: Job) -> None:
+        self.delayed.push(job.id, job.run_at)
+        if job.group_id is not None:
+            self.delayed_by_group[job.group_id] = self.delayed_by_group.get(job.group_id, 0) + 1
+
+    def promote_due(self, now: float, jobs: dict[str, Job], ready_state: int) -> None:
+        """Move every delayed job whose run time has passed to the ready side."""
+        delayed = self.delayed
+        if not delayed or delayed.peek_time() > now:
+            return
+        by_group = self.delayed_by_group
+        for job_id in delayed.pop_due(now):
+            job = jobs[job_id]
+            if job.group_id is not None:
+                by_group[job.group_id] -= 1
+            job.state = ready_state
+            self.add_ready(job)
+
+    def group_depth(self, group: str) -> int:
+        lane = self.lanes.get(group)
+        return (len(lane) if lane is not None else 0) + self.delayed_by_group.get(group, 0)
+
+    def next_run_at(self) -> float | None:
+        return self.delayed.peek_time()
+
+    @property
+    def n_ready(self) -> int:
+        return self.n_waiting + self.n_prioritized
+
+    @property
+    def n_queued(self) -> int:
+        return self.n_waiting + self.n_prioritized + len(self.delayed)
+
+    def is_idle(self) -> bool:
+        return (
+            not self.n_queued
+            and not self.n_active
+            and not self.n_completed
+            and not self.n_waiting_children
+            and not self.waiters
+            and not self.paused
+        )

@@ -1,0 +1,25 @@
+"""What the broker knows of a client: an identity and the jobs it holds. Nothing of sockets."""
+from __future__ import annotations
+
+import itertools
+
+_ids = itertools.count(1)
+
+
+class Session:
+    """One client connection as the broker sees it.
+
+    ``held`` is the set of active jobs this client pulled without ``detach``; each such job points at this
+    very set (``Job.holder``), so completing a job and closing a connection both cost O(1) per job.
+    """
+
+    __slots__ = ("key", "authenticated", "frame_size", "held", "waiting")
+
+    def __init__(self, authenticated: bool = True) -> None:
+        self.key = next(_ids)
+        self.authenticated = authenticated
+        # Size of the frame being handled: large frames are the only ones whose job data can be too large.
+        self.frame_size = 0
+        self.held: set[str] = set()
+        # Long-poll commands of this client that are waiting now.
+        self.waiting = 0

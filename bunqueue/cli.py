@@ -1,0 +1,112 @@
+"""``bunqueue start``: the command line. Flags mirror the environment variables of the Bun original."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from bunqueue import __version__
+from bunqueue.config import OPTIONS, Settings
+
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(settings: Settings) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if settings.log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("bunqueue")
+    root.handlers[:] = [handler]
+    root.setLevel(LOG_LEVELS.get(settings.log_level.lower(), logging.INFO))
+    root.propagate = False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bunqueue",
+        description="A job-queue broker that speaks the bunqueue wire protocol.",
+    )
+    parser.add_argument("--version", action="version", version=f"bunqueue {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    start = commands.add_parser(
+        "start",
+        help="start the server",
+        description="Start the server. Every setting can also come from its environment variable.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_env_table(),
+    )
+    for opt in OPTIONS:
+        if opt.flag is None:
+            continue
+        env = ", ".join(opt.env)
+        default = "memory-only" if opt.default is None else opt.default
+        start.add_argument(
+            opt.flag, dest=opt.field, default=None, metavar=opt.field.upper(),
+            help=f"{opt.help} (default: {default}; env: {env})",
+        )
+    return parser
+
+
+def _env_table() -> str:
+    rows = ["settings read from the environment only:"]
+    for opt in OPTIONS:
+        if opt.flag is None:
+            rows.append(f"  {opt.env[0]:<28} {opt.help} (default: {opt.default})")
+    return "\n".join(rows)
+
+
+async def _serve(settings: Settings) -> None:
+    from bunqueue.server.app import BrokerServer
+
+    server = BrokerServer(settings)
+    await server.start()
+    host, port = server.tcp_address
+    storage = "memory" if settings.data_path is None else settings.data_path
+    logging.getLogger("bunqueue").info(
+        "bunqueue %s listening on tcp://%s:%d (storage: %s, auth: %s)",
+        __version__, host, port, storage, "on" if settings.tokens else "off",
+    )
+    await server.serve_until_stopped()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        # `bunqueue` alone starts the server, as the original does.
+        args = parser.parse_args(["start", *(argv or sys.argv[1:])])
+    flags = {k: v for k, v in vars(args).items() if k != "command" and v is not None}
+    try:
+        settings = Settings.load(flags)
+    except ValueError as exc:
+        parser.error(str(exc))
+    configure_logging(settings)
+    if settings.data_path is not None:
+        # Refuse rather than run in memory: a user who asked for a file expects jobs to survive a restart.
+        parser.error(f"persistent storage is not available in this version; unset the data path ({settings.data_path})")
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
+        asyncio.run(_serve(settings))
+    else:
+        uvloop.run(_serve(settings))
+    return 0

@@ -1,0 +1,109 @@
+"""Server settings: one frozen object; each field names its flag, its env vars and its default.
+
+Precedence is the reference's: command-line flag, then environment, then default.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    field: str
+    env: tuple[str, ...]
+    default: Any
+    kind: type
+    help: str
+    flag: str | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("host", ("HOST",), "0.0.0.0", str, "bind address", "--host"),
+    Option("tcp_port", ("TCP_PORT",), 6789, int, "TCP (MessagePack) port", "--tcp-port"),
+    Option("http_port", ("HTTP_PORT",), 6790, int, "HTTP port (health, metrics, REST)", "--http-port"),
+    Option(
+        "data_path",
+        ("BUNQUEUE_DATA_PATH", "BQ_DATA_PATH", "DATA_PATH", "SQLITE_PATH"),
+        None,
+        str,
+        "SQLite database path (memory-only when absent)",
+        "--data-path",
+    ),
+    Option("auth_tokens", ("AUTH_TOKENS",), "", str, "comma-separated auth tokens", "--auth-tokens"),
+    Option(
+        "max_completed_jobs",
+        ("BUNQUEUE_MAX_COMPLETED_JOBS", "MAX_COMPLETED_JOBS"),
+        50000,
+        int,
+        "completed jobs kept in memory",
+        "--max-completed-jobs",
+    ),
+    Option("rate_limit_max_requests", ("RATE_LIMIT_MAX_REQUESTS",), 10000, int, "requests per window per connection"),
+    Option("rate_limit_window_ms", ("RATE_LIMIT_WINDOW_MS",), 60000, int, "rate-limit window (ms)"),
+    Option("tcp_idle_timeout_ms", ("TCP_IDLE_TIMEOUT_MS",), 60000, int, "close a half-received frame after (ms; 0 = off)"),
+    Option(
+        "tcp_max_write_queue_bytes",
+        ("TCP_MAX_WRITE_QUEUE_BYTES",),
+        64 * 1024 * 1024,
+        int,
+        "close a connection whose unsent replies exceed this (0 = unbounded)",
+    ),
+    Option("shutdown_timeout_ms", ("SHUTDOWN_TIMEOUT_MS",), 30000, int, "graceful shutdown drain (ms)"),
+    Option("log_level", ("LOG_LEVEL",), "info", str, "debug | info | warn | error"),
+    Option("log_format", ("LOG_FORMAT",), "text", str, "text | json"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    host: str = "0.0.0.0"
+    tcp_port: int = 6789
+    http_port: int = 6790
+    data_path: str | None = None
+    auth_tokens: str = ""
+    max_completed_jobs: int = 50000
+    rate_limit_max_requests: int = 10000
+    rate_limit_window_ms: int = 60000
+    tcp_idle_timeout_ms: int = 60000
+    tcp_max_write_queue_bytes: int = 64 * 1024 * 1024
+    shutdown_timeout_ms: int = 30000
+    log_level: str = "info"
+    log_format: str = "text"
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        return frozenset(t.strip() for t in self.auth_tokens.split(",") if t.strip())
+
+    @classmethod
+    def load(cls, flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+        """Flags win over the environment, which wins over the defaults."""
+        env = os.environ if env is None else env
+        flags = flags or {}
+        values: dict[str, Any] = {}
+        for opt in OPTIONS:
+            raw = flags.get(opt.field)
+            source = opt.flag or opt.env[0]
+            if raw is None:
+                for name in opt.env:
+                    if env.get(name):
+                        raw, source = env[name], name
+                        break
+            if raw is None:
+                continue
+            values[opt.field] = _convert(opt, raw, source)
+        return cls(**values)
+
+
+def _convert(opt: Option, raw: Any, source: str) -> Any:
+    if opt.kind is int:
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"{source} must be an integer, got {raw!r}") from None
+        if value < 0:
+            raise ValueError(f"{source} must be at least 0, got {value}")
+        return value
+    return str(raw)

@@ -1,0 +1,142 @@
+"""Every wire error text, in one place.
+
+The texts are part of the protocol: clients match on them (the TS worker looks for "not found" and "not in
+processing"), so they are written exactly as the reference server sends them and nowhere else.
+"""
+from __future__ import annotations
+
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+# Framing and dispatch.
+INVALID_COMMAND_FORMAT = "Invalid command format"
+INVALID_COMMAND = "Invalid command"
+NOT_AUTHENTICATED = "Not authenticated"
+INVALID_TOKEN = "Invalid token"
+RATE_LIMIT_EXCEEDED = "Rate limit exceeded"
+INTERNAL_ERROR = "Internal server error"
+
+
+def unknown_command(cmd: object) -> str:
+    if isinstance(cmd, (bytes, bytearray)):
+        # The reference stringifies a binary cmd the way JS prints a Uint8Array.
+        cmd = ",".join(str(b) for b in cmd)
+    elif cmd is True or cmd is False:
+        cmd = "true" if cmd else "false"
+    return f"Unknown command: {cmd}"
+
+
+def frame_too_large(length: int) -> str:
+    return f"Frame too large: {length} bytes exceeds maximum {MAX_FRAME_BYTES}"
+
+
+# Queue names.
+QUEUE_REQUIRED = "Queue name is required"
+QUEUE_TOO_LONG = "Queue name too long (max 256 characters)"
+QUEUE_INVALID_CHARS = "Queue name contains invalid characters"
+QUEUE_NOT_STRING = "Queue name must be a string"
+
+# Jobs.
+JOB_NOT_FOUND = "Job not found"
+JOB_NAME_INVALID = "Job name must be a non-empty string of at most 256 characters"
+JOB_DATA_TOO_LARGE = "Job data too large (max 10MB)"
+
+
+def not_processing(job_id: str) -> str:
+    return f"Job not found or not in processing state: {job_id}"
+
+
+def dependency_not_found(job_id: str) -> str:
+    return f"Dependency job not found: {job_id}"
+
+
+def lock_token_required(job_id: str) -> str:
+    return f"Lock token required for job {job_id}"
+
+
+def invalid_lock_token(job_id: str) -> str:
+    return f"Invalid or expired lock token for job {job_id}"
+
+
+def batch_item(index: int, message: str) -> str:
+    return f"jobs[{index}]: {message}"
+
+
+def group_full(group_id: str, limit: int) -> str:
+    return f"Group {group_id} has reached its maximum size of {limit}"
+
+
+ACKB_TOKENS_LENGTH = "ACKB tokens length must match ids length"
+ACKB_RESULTS_LENGTH = "ACKB results length must match ids length"
+
+# Field rules: "<field> must be ...". The field name is always the wire name.
+
+
+def must_be_number(field: str) -> str:
+    return f"{field} must be a number"
+
+
+def must_be_finite(field: str) -> str:
+    return f"{field} must be a finite number"
+
+
+def _bound(value: object) -> object:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def must_be_at_least(field: str, bound: object) -> str:
+    return f"{field} must be at least {_bound(bound)}"
+
+
+def must_be_at_most(field: str, bound: object) -> str:
+    return f"{field} must be at most {_bound(bound)}"
+
+
+def must_be_integer(field: str) -> str:
+    return f"{field} must be an integer"
+
+
+def must_be_string(field: str) -> str:
+    return f"{field} must be a string"
+
+
+def must_be_boolean(field: str) -> str:
+    return f"{field} must be a boolean"
+
+
+def must_be_array(field: str) -> str:
+    return f"{field} must be an array"
+
+
+def must_be_string_array(field: str) -> str:
+    return f"{field} must be an array of strings"
+
+
+def must_be_object(field: str) -> str:
+    return f"{field} must be an object"
+
+
+def must_be_at_most_chars(field: str, limit: int) -> str:
+    return f"{field} must be at most {limit} characters"
+
+
+def must_be_non_empty_string(field: str) -> str:
+    return f"{field} must be a non-empty string"
+
+
+GROUP_PRIORITY_RANGE = "group.priority must be between 0 and 2097151"
+GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
+GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"
+REPEAT_SHAPE = "repeat requires exactly one of every or pattern"
+REPEAT_EVERY = "repeat.every must be a positive finite number"
+
+
+class CommandError(Exception):
+    """A command failed with a wire error text; the server answers ``{ok: false, error}``."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

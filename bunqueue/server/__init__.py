@@ -1,0 +1,1 @@
+"""Sockets, listeners and timers around the broker. Knows nothing of job rules."""

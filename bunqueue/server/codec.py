@@ -1,0 +1,64 @@
+"""MessagePack bodies as the JS clients write and read them."""
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from bunqueue import errors
+
+
+class Undefined:
+    """msgpackr's JS ``undefined`` (fixext 1, type 0). Read as "absent"; never written."""
+
+    __slots__ = ()
+
+
+UNDEFINED = Undefined()
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == 0:
+        return UNDEFINED
+    return msgpack.ExtType(code, data)
+
+
+class BadFrame(Exception):
+    """The frame is not a command: the reply is this error text, without a reqId."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+_unpackb = msgpack.unpackb
+_packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def decode_command(body: bytes) -> dict[str, Any]:
+    """The request map of a frame, with JS-undefined values dropped as the reference reads them."""
+    if body == b"\xc1":
+        # msgpackr reads the never-used byte 0xc1 as a value, so the reference answers "Invalid command".
+        raise BadFrame(errors.INVALID_COMMAND)
+    try:
+        value = _unpackb(body, raw=False, strict_map_key=False, ext_hook=_ext_hook)
+    except Exception:
+        raise BadFrame(errors.INVALID_COMMAND_FORMAT) from None
+    if type(value) is not dict:
+        raise BadFrame(errors.INVALID_COMMAND_FORMAT if value is None else errors.INVALID_COMMAND)
+    for key, item in value.items():
+        if item is UNDEFINED:
+            return _drop_undefined(value)
+    return value
+
+
+def _drop_undefined(value: dict[Any, Any]) -> dict[Any, Any]:
+    out = {k: v for k, v in value.items() if v is not UNDEFINED}
+    jobs = out.get("jobs")
+    if type(jobs) is list:
+        out["jobs"] = [_drop_undefined(j) if type(j) is dict else j for j in jobs]
+    return out
+
+
+def encode(reply: dict[str, Any]) -> bytes:
+    return _packb(reply)

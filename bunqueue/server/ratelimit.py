@@ -1,0 +1,36 @@
+"""Per-connection request rate limit: a sliding window over two fixed buckets."""
+from __future__ import annotations
+
+import time
+
+
+class RequestRateLimiter:
+    """Allows ``limit`` requests per ``window_ms``.
+
+    The count in the sliding window is estimated from the current bucket plus the previous bucket scaled
+    by how much of it still overlaps the window: O(1) memory, exact for bursts inside one window.
+    """
+
+    __slots__ = ("limit", "window", "bucket_start", "current", "previous")
+
+    def __init__(self, limit: int, window_ms: int) -> None:
+        self.limit = limit
+        self.window = max(1, window_ms) / 1000.0
+        self.bucket_start = time.monotonic()
+        self.current = 0
+        self.previous = 0
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        elapsed = now - self.bucket_start
+        if elapsed >= self.window:
+            buckets = int(elapsed // self.window)
+            self.previous = self.current if buckets == 1 else 0
+            self.current = 0
+            self.bucket_start += buckets * self.window
+            elapsed = now - self.bucket_start
+        overlap = 1.0 - elapsed / self.window
+        if self.current + self.previous * overlap >= self.limit:
+            return False
+        self.current += 1
+        return True

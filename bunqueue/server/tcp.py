@@ -1,0 +1,213 @@
+"""The TCP listener: framing, the auth gate, rate limits and backpressure. No job rules here.
+
+One ``asyncio.Protocol`` per connection. Commands that can answer at once are handled inline as their
+frame is cut, and all replies of one read go out in one write; only a command that waits (a long-poll
+pull) becomes a task, and at most ``MAX_IN_FLIGHT`` of them run per connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections import deque
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from bunqueue import errors
+from bunqueue._core.framing import FrameReader, FrameTooLarge, frame_many
+from bunqueue.broker import HANDLERS, Session
+from bunqueue.errors import CommandError
+from bunqueue.server.codec import BadFrame, decode_command, encode
+from bunqueue.server.ratelimit import RequestRateLimiter
+
+if TYPE_CHECKING:
+    from bunqueue.server.app import BrokerServer
+
+log = logging.getLogger("bunqueue.tcp")
+
+MAX_IN_FLIGHT = 50
+# Reading pauses while this much is queued for a slow reader; the connection is dropped at the hard limit.
+WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class BrokerProtocol(asyncio.Protocol):
+    def __init__(self, server: BrokerServer) -> None:
+        self.server = server
+        self.broker = server.broker
+        self.settings = server.settings
+        self.reader = FrameReader(errors.MAX_FRAME_BYTES)
+        self.session = Session(authenticated=not server.tokens)
+        limit = self.settings.rate_limit_max_requests
+        self.limiter = RequestRateLimiter(limit, self.settings.rate_limit_window_ms) if limit > 0 else None
+        self.transport: asyncio.Transport | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        # Frames that arrived while MAX_IN_FLIGHT commands were waiting: handled in order as slots free.
+        self.backlog: deque[bytes] = deque()
+        self.partial_timer: asyncio.TimerHandle | None = None
+        self.closed = False
+
+    # -- connection lifecycle ----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, though they have its methods.
+        self.transport = transport  # type: ignore[assignment]
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        if self.partial_timer is not None:
+            self.partial_timer.cancel()
+        for task in self.tasks:
+            task.cancel()
+        self.backlog.clear()
+        self.broker.release_session(self.session)
+
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    # -- frames ------------------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        out: list[bytes] = []
+        try:
+            frames = self.reader.feed(data)
+        except FrameTooLarge as exc:
+            for body in exc.frames:
+                self.handle_frame(body, out)
+            out.append(encode({"ok": False, "error": errors.frame_too_large(exc.length)}))
+            self.write(out)
+            if self.transport is not None:
+                self.transport.close()
+            return
+        if self.backlog or len(self.tasks) >= MAX_IN_FLIGHT:
+            self.backlog.extend(frames)
+        else:
+            for i, body in enumerate(frames):
+                if len(self.tasks) >= MAX_IN_FLIGHT:
+                    self.backlog.extend(frames[i:])
+                    break
+                self.handle_frame(body, out)
+        if out:
+            self.write(out)
+        self.watch_partial_frame()
+
+    def handle_frame(self, body: bytes, out: list[bytes]) -> None:
+        session = self.session
+        session.frame_size = len(body)
+        try:
+            cmd = decode_command(body)
+        except BadFrame as exc:
+            out.append(encode({"ok": False, "error": exc.message}))
+            return
+        req_id = cmd.get("reqId")
+        reply = self.dispatch(cmd, session)
+        if type(reply) is not dict:
+            self.spawn(reply, req_id)
+            return
+        if req_id is not None:
+            reply["reqId"] = req_id
+        out.append(encode(reply))
+
+    def dispatch(self, cmd: dict[str, Any], session: Session) -> Any:
+        if self.limiter is not None and not self.limiter.allow():
+            return {"ok": False, "error": errors.RATE_LIMIT_EXCEEDED}
+        name = cmd.get("cmd")
+        if name is None or name == "":
+            return {"ok": False, "error": errors.INVALID_COMMAND}
+        if name == "Auth":
+            return self.server.authenticate(cmd.get("token"), session)
+        if not session.authenticated:
+            return {"ok": False, "error": errors.NOT_AUTHENTICATED}
+        handler = HANDLERS.get(name) if type(name) is str else None
+        if handler is None:
+            return {"ok": False, "error": errors.unknown_command(name)}
+        try:
+            return handler(self.broker, cmd, session)
+        except CommandError as exc:
+            return {"ok": False, "error": exc.message}
+        except Exception:
+            log.exception("command %s failed", name)
+            return {"ok": False, "error": errors.INTERNAL_ERROR}
+
+    # -- waiting commands --------------------------------------------------------------------------
+
+    def spawn(self, pending: Awaitable[dict[str, Any]], req_id: Any) -> None:
+        task = asyncio.get_running_loop().create_task(self.reply_later(pending, req_id))
+        self.tasks.add(task)
+        task.add_done_callback(self.task_done)
+
+    async def reply_later(self, pending: Awaitable[dict[str, Any]], req_id: Any) -> None:
+        try:
+            reply = await pending
+        except CommandError as exc:
+            reply = {"ok": False, "error": exc.message}
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("waiting command failed")
+            reply = {"ok": False, "error": errors.INTERNAL_ERROR}
+        if req_id is not None:
+            reply["reqId"] = req_id
+        if not self.closed:
+            self.write([encode(reply)])
+
+    def task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not self.backlog or self.closed:
+            return
+        out: list[bytes] = []
+        while self.backlog and len(self.tasks) < MAX_IN_FLIGHT:
+            self.handle_frame(self.backlog.popleft(), out)
+        if out:
+            self.write(out)
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def write(self, bodies: list[bytes]) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(frame_many(bodies))
+        limit = self.settings.tcp_max_write_queue_bytes
+        if limit and transport.get_write_buffer_size() > limit:
+            log.warning("closing a connection whose unsent replies exceed %d bytes", limit)
+            transport.abort()
+
+    def watch_partial_frame(self) -> None:
+        """Close a connection that leaves a frame half-sent for longer than the idle timeout."""
+        timeout = self.settings.tcp_idle_timeout_ms
+        if not timeout:
+            return
+        if self.reader.buffered:
+            if self.partial_timer is None:
+                self.partial_timer = asyncio.get_running_loop().call_later(
+                    timeout / 1000.0, self.partial_frame_expired
+                )
+        elif self.partial_timer is not None:
+            self.partial_timer.cancel()
+            self.partial_timer = None
+
+    def partial_frame_expired(self) -> None:
+        self.partial_timer = None
+        if self.transport is not None and self.reader.buffered:
+            log.info("closing a connection idle in the middle of a frame")
+            self.transport.abort()
+
+
+def check_token(token: Any, tokens: frozenset[str]) -> bool:
+    if type(token) is not str:
+        return False
+    given = token.encode()
+    # Constant-time compare against every token, so timing tells nothing about which one nearly matched.
+    found = False
+    for candidate in tokens:
+        if hmac.compare_digest(given, candidate.encode()):
+            found = True
+    return found

@@ -1,0 +1,70 @@
+"""The shared conformance scenarios, replayed against our server (a fresh server per scenario).
+
+Scenarios tagged ``quirk`` (accidental reference behaviour) and ``spec-divergent`` (the reference predates
+the spec) are informational and skipped; everything else in the listed files must pass.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(os.environ.get("BUNQUEUE_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+RUNNER = SHARED / "conformance" / "runner.py"
+SCENARIOS = SHARED / "conformance" / "public"
+
+# Scenario files this version serves in full.
+FULL_FILES = ["01_protocol.json", "02_push.json", "03_pull_ack.json"]
+# Spec scenarios of 14_spec_rules.json about the commands this version serves.
+SPEC_SCENARIOS = [
+    "spec-push-numeric-strings",
+    "spec-push-violations-name-the-field",
+    "spec-push-ungrouped-priority",
+    "spec-push-max-attempts",
+    "spec-push-negative-delay",
+    "spec-push-durations-unbounded",
+    "spec-push-backoff-object",
+    "spec-push-group-priority",
+    "spec-pushb-same-rules",
+    "spec-pull-lockttl",
+    "spec-count-queued-only",
+    "spec-ack-fail-remove-per-call",
+    "spec-ackb-batch",
+    "spec-job-counts-paused",
+]
+
+pytestmark = pytest.mark.skipif(not RUNNER.exists(), reason=f"conformance runner not found at {RUNNER}")
+
+
+def _server_cmd() -> str:
+    python = shlex.quote(sys.executable)
+    return f"{python} -m bunqueue start --host 127.0.0.1 --tcp-port {{port}} --http-port {{http_port}}"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable, str(RUNNER), "check", *args, "-q",
+        "--skip-tag", "quirk", "--skip-tag", "spec-divergent",
+        "--server-cmd", _server_cmd(),
+    ]
+    return subprocess.run(cmd, cwd=RUNNER.parent, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.parametrize("scenario_file", FULL_FILES)
+def test_scenario_file_passes(scenario_file: str) -> None:
+    result = _run(str(SCENARIOS / scenario_file))
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert " 0 failed" in result.stdout
+
+
+def test_spec_rules_for_served_commands_pass() -> None:
+    filters: list[str] = []
+    for name in SPEC_SCENARIOS:
+        filters += ["--filter", name]
+    result = _run(str(SCENARIOS / "14_spec_rules.json"), *filters)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert f"{len(SPEC_SCENARIOS)} passed, 0 failed" in result.stdout
