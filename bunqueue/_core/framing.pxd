@@ -6,9 +6,11 @@
 # per payload, a large frame arriving in many chunks costs two copies of its bytes in total, and nothing
 # is ever copied twice while waiting (no quadratic re-slicing of a growing buffer).
 
+cimport cython
 from libc.stdint cimport uint64_t
 
 
+@cython.final
 cdef class FrameReader:
     # The incomplete frame, header included, exactly as received. It always starts at a frame boundary
     # and is empty between frames, so its size is what a slow-loris timeout watches. Its body length is

@@ -3,6 +3,7 @@
 import json
 import re
 
+cimport cython
 from libc.math cimport ceil, floor, isfinite, isnan
 
 from uuid_utils import uuid7
@@ -32,7 +33,10 @@ cdef set _valid_queues = set()
 STATE_WAITING_CHILDREN = "waiting-children"
 
 
+@cython.no_gc
 cdef class Job:
+    # Never part of a reference cycle (it points at plain data and at its holder's set of ids), so the
+    # cyclic collector need not visit the hundreds of thousands a busy broker holds.
     pass
 
 
@@ -178,7 +182,7 @@ cdef object _string(dict opts, str field):
 cdef list _string_list(dict opts, str field):
     value = opts.get(field)
     if value is None:
-        return []
+        return None
     if type(value) is not list:
         raise CommandError(errors.must_be_string_array(field))
     for item in <list>value:
@@ -302,6 +306,90 @@ cdef object _dedup(dict opts, dict wire):
     wire["deduplicationReplace"] = _flag(spec, "replace")
 
 
+cdef tuple _FLAGS = (
+    "durable", "removeOnComplete", "removeOnFail", "failParentOnFailure", "removeDependencyOnFailure",
+    "continueParentOnFailure", "ignoreDependencyOnFailure",
+)
+
+
+cdef frozenset _RARE_KEYS = frozenset(
+    _FLAGS + ("childrenIds", "tags", "parentId", "debounceId", "keepLogs", "sizeLimit", "debounceTtl")
+)
+
+
+cdef void _rare_options(dict opts, dict wire) except *:
+    """Options most jobs do not send, looked up only when the request names one of them."""
+    cdef str field
+    for field in _FLAGS:
+        if _flag(opts, field):
+            wire[field] = True
+    for field in ("childrenIds", "tags"):
+        value = _string_list(opts, field)
+        if value:
+            wire[field] = value
+    for field in ("parentId", "debounceId"):
+        value = _string(opts, field)
+        if value is not None:
+            wire[field] = value
+    for field in ("keepLogs", "sizeLimit", "debounceTtl"):
+        value = _optional_finite(opts, field)
+        if value is not None:
+            wire[field] = value
+
+
+# Defaults of every job, in the reference's key order. Empty lists are the shared empty tuple (packed as
+# an empty array, never mutated: a change assigns a new list).
+cdef dict _WIRE_TEMPLATE = {
+    "id": None,
+    "queue": None,
+    "name": None,
+    "data": None,
+    "createdAt": None,
+    "runAt": None,
+    "startedAt": None,
+    "completedAt": None,
+    "attempts": 0,
+    "backoff": DEFAULT_BACKOFF,
+    "backoffConfig": None,
+    "dependsOn": (),
+    "childrenIds": (),
+    "childrenCompleted": 0,
+    "tags": (),
+    "progress": 0,
+    "progressMessage": None,
+    "stacktrace": None,
+    "repeat": None,
+    "durable": False,
+    "lastHeartbeat": None,
+    "stallCount": 0,
+    "priority": 0,
+    "lifo": False,
+    "maxAttempts": DEFAULT_MAX_ATTEMPTS,
+    "removeOnComplete": False,
+    "removeOnFail": False,
+    "ttl": None,
+    "timeout": None,
+    "uniqueKey": None,
+    "customId": None,
+    "parentId": None,
+    "groupId": None,
+    "stallTimeout": None,
+    "stackTraceLimit": DEFAULT_STACK_TRACE_LIMIT,
+    "keepLogs": None,
+    "sizeLimit": None,
+    "failParentOnFailure": False,
+    "removeDependencyOnFailure": False,
+    "continueParentOnFailure": False,
+    "ignoreDependencyOnFailure": False,
+    "deduplicationTtl": None,
+    "deduplicationExtend": False,
+    "deduplicationReplace": False,
+    "debounceId": None,
+    "debounceTtl": None,
+    "timeline": None,
+}
+
+
 cdef class JobFactory:
     """Builds validated job records. One per broker: it owns the id and sequence sources."""
 
@@ -350,60 +438,51 @@ cdef class JobFactory:
         job_id = custom_id if custom_id is not None else str(self._uuid7())
         created = wire_number(created_at)
         run_at = created_at + delay
-        # The wire form, in the reference's key order: clients that decode into records see the same shape.
-        wire = {
-            "id": job_id,
-            "queue": queue,
-            "name": name,
-            "data": data,
-            "createdAt": created,
-            "runAt": wire_number(run_at),
-            "startedAt": None,
-            "completedAt": None,
-            "attempts": 0,
-            "backoff": backoff,
-            "backoffConfig": backoff_config,
-            "dependsOn": depends_on,
-            "childrenIds": _string_list(opts, "childrenIds"),
-            "childrenCompleted": 0,
-            "tags": _string_list(opts, "tags"),
-            "progress": 0,
-            "progressMessage": None,
-            "stacktrace": None,
-            "repeat": repeat,
-            "durable": _flag(opts, "durable"),
-            "lastHeartbeat": created,
-            "stallCount": 0,
-            "priority": wire_number(priority),
-            "lifo": lifo,
-            "maxAttempts": max_attempts,
-            "removeOnComplete": _flag(opts, "removeOnComplete"),
-            "removeOnFail": _flag(opts, "removeOnFail"),
-            "ttl": ttl,
-            "timeout": timeout,
-            "uniqueKey": unique_key,
-            "customId": custom_id,
-            "parentId": _string(opts, "parentId"),
-            "groupId": group_id,
-            "stallTimeout": stall_timeout,
-            "stackTraceLimit": DEFAULT_STACK_TRACE_LIMIT if stack_limit is None else stack_limit,
-            "keepLogs": _optional_finite(opts, "keepLogs"),
-            "sizeLimit": _optional_finite(opts, "sizeLimit"),
-            "failParentOnFailure": _flag(opts, "failParentOnFailure"),
-            "removeDependencyOnFailure": _flag(opts, "removeDependencyOnFailure"),
-            "continueParentOnFailure": _flag(opts, "continueParentOnFailure"),
-            "ignoreDependencyOnFailure": _flag(opts, "ignoreDependencyOnFailure"),
-            "deduplicationTtl": None,
-            "deduplicationExtend": False,
-            "deduplicationReplace": False,
-            "debounceId": _string(opts, "debounceId"),
-            "debounceTtl": _optional_finite(opts, "debounceTtl"),
-            "timeline": None,
-        }
+        # Copying a template keeps the reference's key order and costs one memcpy-like dict copy; only the
+        # fields that differ from the defaults are then set (no resize: every key already exists).
+        cdef dict wire = _WIRE_TEMPLATE.copy()
+        wire["id"] = job_id
+        wire["queue"] = queue
+        wire["name"] = name
         if data is _ABSENT:
             # JS `undefined`: the key is left out, as a msgpack client would read it.
             del wire["data"]
-        _dedup(opts, wire)
+        else:
+            wire["data"] = data
+        wire["createdAt"] = created
+        wire["runAt"] = wire_number(run_at)
+        wire["lastHeartbeat"] = created
+        if priority != 0.0:
+            wire["priority"] = wire_number(priority)
+        if max_attempts != DEFAULT_MAX_ATTEMPTS:
+            wire["maxAttempts"] = max_attempts
+        if backoff_config is not None or backoff != DEFAULT_BACKOFF:
+            wire["backoff"] = backoff
+            wire["backoffConfig"] = backoff_config
+        if depends_on:
+            wire["dependsOn"] = depends_on
+        if repeat is not None:
+            wire["repeat"] = repeat
+        if lifo:
+            wire["lifo"] = True
+        if ttl is not None:
+            wire["ttl"] = ttl
+        if timeout is not None:
+            wire["timeout"] = timeout
+        if unique_key is not None:
+            wire["uniqueKey"] = unique_key
+        if custom_id is not None:
+            wire["customId"] = custom_id
+        if group_id is not None:
+            wire["groupId"] = group_id
+        if stall_timeout is not None:
+            wire["stallTimeout"] = stall_timeout
+        if stack_limit is not None:
+            wire["stackTraceLimit"] = stack_limit
+        if not _RARE_KEYS.isdisjoint(opts):
+            _rare_options(opts, wire)
+        if "dedup" in opts:
+            _dedup(opts, wire)
         job.wire = wire
         job.id = job_id
         job.queue = queue

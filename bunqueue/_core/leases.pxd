@@ -7,13 +7,15 @@
 # entry behind, stale, and a renewal pushes a fresh one. Renewals are the hot path (every heartbeat) and
 # their new expiry lies after nearly everything already queued, so the push usually stops at once
 # instead of sifting an indexed entry down through the heap. Stale entries are skipped when they
-# surface, and the heap is rebuilt from its live entries once they outnumber those.
+# surface, and the heap is rebuilt from its live entries once stale ones outnumber them, which keeps it
+# under twice the number of leases.
 #
 # Heap entries name their lease by slot, a small integer, so the heap holds no Python references. An
 # entry is live when the lease now in its slot carries the entry's stamp; stamps are unique for the
 # table's lifetime, so an entry outlives neither a renewal nor the reuse of its slot by another lease.
 # Ties on expires_at go to the smaller stamp: the lease granted or renewed first expires first.
 
+cimport cython
 from libc.stdint cimport uint32_t, uint64_t
 
 
@@ -23,6 +25,7 @@ cdef struct ExpiryEntry:
     uint32_t slot
 
 
+@cython.final
 cdef class _Lease:
     cdef str job_id
     cdef str token
@@ -37,6 +40,7 @@ cdef class _Lease:
     cdef uint32_t slot
 
 
+@cython.final
 cdef class LeaseTable:
     cdef dict _lease_of_id
     # Lease held in each slot, or None when free; len() is the number of slots ever minted.

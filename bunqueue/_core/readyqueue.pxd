@@ -11,9 +11,14 @@
 # slot -> heap position array is what every move updates, which keeps "remove by id" and "update by id"
 # O(log n) without a Python-level write per swap.
 #
+# Final (no subclasses), so the sift helpers are direct C calls rather than vtable lookups. push takes
+# exact str ids only (Cython's typed argument check): hashing and comparing them runs no Python code, so
+# nothing can re-enter the queue between choosing a slot and recording it.
+#
 # Order, first difference wins: higher priority; LIFO before FIFO; among LIFO the newest (larger seq);
 # among FIFO the earlier run_at; then the smaller seq. NaN has no place in that order and is refused.
 
+cimport cython
 from libc.stdint cimport uint32_t, uint64_t
 
 
@@ -26,11 +31,13 @@ cdef struct ReadyEntry:
     uint32_t lifo
 
 
+@cython.final
 cdef class ReadyQueue:
     cdef ReadyEntry* _heap
     cdef Py_ssize_t _size
     # Capacity of _heap, _position_of_slot and _free_slots alike: there are never more slots than the
-    # largest size the queue has had, so one capacity bounds all three.
+    # largest size the queue has had, so one capacity bounds all three. They grow by doubling and only
+    # clear() shrinks them: slot numbers up to the peak may still be in use after the queue drains.
     cdef Py_ssize_t _capacity
     # Heap position of the entry that owns each slot; stale for free slots. 32-bit positions halve the
     # memory the random writes of a sift touch; MAX_ENTRIES keeps them in range.

@@ -5,7 +5,10 @@
 # order they were last scheduled. Keys are removable and reschedulable by name in O(log n) through a
 # stable slot per key and a slot -> heap position array; no stale entries are ever left in the heap, so
 # its size is always the number of pending timers. NaN times are refused: they have no place in the order.
+# push takes exact str keys only (Cython's typed argument check), so the dict operation inside it runs
+# no Python code that could re-enter the heap between choosing a slot and recording it.
 
+cimport cython
 from libc.stdint cimport uint32_t, uint64_t
 
 
@@ -16,11 +19,12 @@ cdef struct TimerEntry:
     uint32_t slot
 
 
+@cython.final
 cdef class TimerHeap:
     cdef TimerEntry* _heap
     cdef Py_ssize_t _size
     # Capacity of _heap, _position_of_slot and _free_slots alike (there are never more slots than the
-    # largest size the heap has had).
+    # largest size the heap has had). Grown by doubling; only clear() gives the memory back.
     cdef Py_ssize_t _capacity
     cdef uint32_t* _position_of_slot
     # Slots freed by removals, reused before new ones are minted, so slot numbers stay dense.

@@ -95,6 +95,8 @@ class Broker:
         now = now_ms()
         job = self._build(opts, queue, now, False, check_size)
         self._check_dependencies(job, ())
+        if job.group_id is not None:
+            self._check_group_caps([job])
         return self._admit(job, now)
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
@@ -111,7 +113,7 @@ class Broker:
                 jobs.append(build(opts, queue, now, True, check_size))
             except CommandError as exc:
                 raise CommandError(errors.batch_item(i, exc.message)) from None
-        batch_ids = [job.custom_id for job in jobs if job.custom_id is not None]
+        batch_ids = {job.custom_id for job in jobs if job.custom_id is not None}
         for i, job in enumerate(jobs):
             if job.pending_deps is not None:
                 try:
@@ -120,7 +122,8 @@ class Broker:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
         self._check_group_caps(jobs)
         admit = self._admit
-        return [admit(job, now) for job in jobs]
+        q = self.queue(queue)
+        return [admit(job, now, q) for job in jobs]
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
         job = self.factory.build(opts, queue, now, batch)
@@ -136,24 +139,25 @@ class Broker:
                 raise CommandError(errors.dependency_not_found(dep))
         if job.id in job.pending_deps:
             raise CommandError(errors.dependency_not_found(job.id))
-        self._check_group_caps([job])
 
     def _check_group_caps(self, jobs: list[Job]) -> None:
-        extra: dict[tuple[str, str], int] = {}
+        """groupMaxSize is checked for the batch as a whole: earlier members count toward later caps."""
+        added: dict[tuple[str, str], int] = {}
         for job in jobs:
-            if job.group_max_size is None:
+            if job.group_id is None:
                 continue
             key = (job.queue, job.group_id)
-            extra[key] = extra.get(key, 0) + 1
-            depth = self.group_depth(job.queue, job.group_id) + extra[key] - 1
-            if depth >= job.group_max_size:
-                raise CommandError(errors.group_full(job.group_id, job.group_max_size))
+            before = added.get(key, 0)
+            limit = job.group_max_size
+            if limit is not None and self.group_depth(job.queue, job.group_id) + before >= limit:
+                raise CommandError(errors.group_full(job.group_id, limit))
+            added[key] = before + 1
 
     def group_depth(self, queue: str, group_id: str) -> int:
         q = self.queues.get(queue)
         return q.group_depth(group_id) if q is not None else 0
 
-    def _admit(self, job: Job, now: float) -> str:
+    def _admit(self, job: Job, now: float, q: QueueState | None = None) -> str:
         if job.custom_id is not None:
             existing = self.jobs.get(job.custom_id)
             if existing is not None:
@@ -166,28 +170,46 @@ class Broker:
                 return owner
             ttl = job.wire["deduplicationTtl"]
             self.unique_keys[(job.queue, job.unique_key)] = (job.id, None if ttl is None else now + ttl)
-        q = self.queue(job.queue)
+        if q is None:
+            q = self.queue(job.queue)
         self.jobs[job.id] = job
         deps = job.pending_deps
         if deps is not None:
-            proofs = self.completion_proofs
-            jobs = self.jobs
-            for dep in list(deps):
-                done = jobs.get(dep)
-                if dep in proofs or (done is not None and done.state == states.COMPLETED):
-                    deps.discard(dep)
+            self._register_dependencies(q, job)
+            deps = job.pending_deps
         if deps:
-            job.state = states.WAITING_CHILDREN
-            q.n_waiting_children += 1
-            for dep in deps:
-                self.dependents.setdefault(dep, set()).add(job.id)
             initial = states.WAITING_CHILDREN_NAME
+        elif job.run_at > now:
+            job.state = states.DELAYED
+            q.add_delayed(job)
+            if q.waiters:
+                self.wake(q, len(q.waiters))
+            initial = states.DELAYED_NAME
         else:
-            job.pending_deps = None
-            self._enqueue(q, job, now)
-            initial = states.state_name(job.state, job.priority, job.run_at, now)
+            job.state = states.READY
+            q.add_ready(job)
+            if q.waiters:
+                self.wake(q, 1)
+            initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.wire["timeline"] = [{"state": initial, "timestamp": now}]
         return job.id
+
+    def _register_dependencies(self, q: QueueState, job: Job) -> None:
+        """Drop dependencies that already completed; park the job while any remain."""
+        deps = job.pending_deps
+        proofs = self.completion_proofs
+        jobs = self.jobs
+        for dep in list(deps):
+            done = jobs.get(dep)
+            if dep in proofs or (done is not None and done.state == states.COMPLETED):
+                deps.discard(dep)
+        if not deps:
+            job.pending_deps = None
+            return
+        job.state = states.WAITING_CHILDREN
+        q.n_waiting_children += 1
+        for dep in deps:
+            self.dependents.setdefault(dep, set()).add(job.id)
 
     def _unique_owner(self, queue: str, key: str, now: float) -> str | None:
         entry = self.unique_keys.get((queue, key))

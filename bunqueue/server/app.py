@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from typing import Any
@@ -13,6 +14,17 @@ from bunqueue.config import Settings
 from bunqueue.server.tcp import BrokerProtocol, check_token
 
 log = logging.getLogger("bunqueue")
+
+
+def tune_collector() -> None:
+    """Collect young objects every 50,000 allocations instead of every 700.
+
+    A busy broker allocates a few containers per job and keeps hundreds of thousands of them alive, but
+    makes no reference cycles of its own: at the default rate the cyclic collector spends much of the
+    push path re-scanning queued jobs. Objects alive at start-up are frozen out of collection entirely.
+    """
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 class LeaseTimer:
@@ -64,7 +76,11 @@ class BrokerServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        tune_collector()
         self.stopping = asyncio.Event()
+        # Signals are handled before the port opens: whoever sees the port may stop the server at once.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
         self.lease_timer = LeaseTimer(self.broker, loop)
         self.broker.wake_at = self.lease_timer.arm
         self.tcp_server = await loop.create_server(
@@ -86,9 +102,6 @@ class BrokerServer:
             self.stopping.set()
 
     async def serve_until_stopped(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_stop)
         assert self.stopping is not None
         await self.stopping.wait()
         log.info("shutting down")

@@ -128,6 +128,16 @@ def test_nan_and_bad_arguments_are_refused():
         queue.update("a", math.nan, False, 0.0)
 
 
+def test_str_subclass_ids_are_refused():
+    # Exact str keys are what keeps dict operations from running Python code in the middle of a push.
+    class Id(str):
+        def __hash__(self):
+            return 0
+
+    with pytest.raises(TypeError):
+        ReadyQueue().push(Id("a"), 0.0, False, 0.0, 1)
+
+
 def test_extreme_values_order():
     queue = ReadyQueue()
     queue.push("max-seq", 0.0, False, 0.0, U64_MAX)

@@ -99,6 +99,14 @@ def test_infinities_and_nan():
         timers.push(None, 1.0)
 
 
+def test_str_subclass_keys_are_refused():
+    class Key(str):
+        pass
+
+    with pytest.raises(TypeError):
+        TimerHeap().push(Key("a"), 1.0)
+
+
 KEYS = st.sampled_from([f"key-{i}" for i in range(16)])
 TIMES = st.one_of(st.integers(0, 40).map(float), st.sampled_from([-math.inf, math.inf]))
 
