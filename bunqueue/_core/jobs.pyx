@@ -4,7 +4,7 @@ import json
 import re
 
 cimport cython
-from libc.math cimport ceil, floor, isfinite, isnan
+from libc.math cimport NAN, ceil, floor, isfinite, isnan
 
 from uuid_utils import uuid7
 
@@ -30,14 +30,81 @@ _QUEUE_NAME = re.compile(r"[a-zA-Z0-9_\-.:]+\Z")
 # Queue names repeat on every command; remembering the valid ones skips the regex on the hot path.
 cdef set _valid_queues = set()
 
-STATE_WAITING_CHILDREN = "waiting-children"
+
+
+class _NoData:
+    """The payload of a job pushed without ``data`` (JS ``undefined``)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "NO_DATA"
+
+
+NO_DATA = _NoData()
+
+
+cdef inline object _nullable(double value):
+    return None if isnan(value) else wire_number(value)
 
 
 @cython.no_gc
 cdef class Job:
     # Never part of a reference cycle (it points at plain data and at its holder's set of ids), so the
     # cyclic collector need not visit the hundreds of thousands a busy broker holds.
-    pass
+
+    def to_dict(self):
+        """The wire form as a dict, in the reference's key order."""
+        out = {"id": self.id, "queue": self.queue, "name": self.name}
+        if self.data is not NO_DATA:
+            out["data"] = self.data
+        out["createdAt"] = wire_number(self.created_at)
+        out["runAt"] = wire_number(self.run_at)
+        out["startedAt"] = _nullable(self.started_at)
+        out["completedAt"] = _nullable(self.completed_at)
+        out["attempts"] = self.attempts
+        out["backoff"] = self.backoff
+        out["backoffConfig"] = self.backoff_config
+        out["dependsOn"] = list(self.depends_on)
+        out["childrenIds"] = list(self.children_ids)
+        out["childrenCompleted"] = self.children_completed
+        out["tags"] = list(self.tags)
+        out["progress"] = self.progress
+        out["progressMessage"] = self.progress_message
+        out["stacktrace"] = self.stacktrace
+        out["repeat"] = self.repeat
+        out["durable"] = self.durable
+        out["lastHeartbeat"] = wire_number(self.last_heartbeat)
+        out["stallCount"] = self.stall_count
+        out["priority"] = wire_number(self.priority)
+        out["lifo"] = self.lifo
+        out["maxAttempts"] = self.max_attempts
+        out["removeOnComplete"] = self.remove_on_complete
+        out["removeOnFail"] = self.remove_on_fail
+        out["ttl"] = self.ttl
+        out["timeout"] = self.timeout
+        out["uniqueKey"] = self.unique_key
+        out["customId"] = self.custom_id
+        out["parentId"] = self.parent_id
+        out["groupId"] = self.group_id
+        out["stallTimeout"] = self.stall_timeout
+        out["stackTraceLimit"] = self.stack_trace_limit
+        out["keepLogs"] = self.keep_logs
+        out["sizeLimit"] = self.size_limit
+        out["failParentOnFailure"] = self.fail_parent_on_failure
+        out["removeDependencyOnFailure"] = self.remove_dependency_on_failure
+        out["continueParentOnFailure"] = self.continue_parent_on_failure
+        out["ignoreDependencyOnFailure"] = self.ignore_dependency_on_failure
+        out["deduplicationTtl"] = self.deduplication_ttl
+        out["deduplicationExtend"] = self.deduplication_extend
+        out["deduplicationReplace"] = self.deduplication_replace
+        out["debounceId"] = self.debounce_id
+        out["debounceTtl"] = self.debounce_ttl
+        out["timeline"] = self.timeline
+        return out
+
+    def __repr__(self):
+        return f"<Job {self.id} queue={self.queue} state={self.state}>"
 
 
 def validate_queue_name(name):
@@ -195,9 +262,9 @@ cdef tuple _name_and_data(dict opts):
     """Protocol v3 name, or the legacy envelope: a string ``data.name`` when no top-level name is sent."""
     if "name" in opts:
         name = opts["name"]
-        data = opts.get("data", _ABSENT)
+        data = opts.get("data", NO_DATA)
     else:
-        data = opts.get("data", _ABSENT)
+        data = opts.get("data", NO_DATA)
         name = "default"
         if type(data) is dict:
             legacy = (<dict>data).get("name")
@@ -207,9 +274,6 @@ cdef tuple _name_and_data(dict opts):
     if type(name) is not str or not (0 < len(<str>name) <= MAX_NAME):
         raise CommandError(errors.JOB_NAME_INVALID)
     return name, data
-
-
-cdef object _ABSENT = object()
 
 
 def data_too_large(data):
@@ -293,7 +357,7 @@ cdef object _repeat(dict opts):
     return out
 
 
-cdef object _dedup(dict opts, dict wire):
+cdef object _dedup(dict opts, Job job):
     value = opts.get("dedup")
     if value is None:
         return
@@ -301,93 +365,40 @@ cdef object _dedup(dict opts, dict wire):
         raise CommandError(errors.must_be_object("dedup"))
     cdef dict spec = <dict>value
     if spec.get("ttl") is not None:
-        wire["deduplicationTtl"] = wire_number(_duration(spec["ttl"], "dedup.ttl", True))
-    wire["deduplicationExtend"] = _flag(spec, "extend")
-    wire["deduplicationReplace"] = _flag(spec, "replace")
+        job.deduplication_ttl = wire_number(_duration(spec["ttl"], "dedup.ttl", True))
+    job.deduplication_extend = _flag(spec, "extend")
+    job.deduplication_replace = _flag(spec, "replace")
 
 
-cdef tuple _FLAGS = (
+cdef frozenset _RARE_KEYS = frozenset((
     "durable", "removeOnComplete", "removeOnFail", "failParentOnFailure", "removeDependencyOnFailure",
-    "continueParentOnFailure", "ignoreDependencyOnFailure",
-)
+    "continueParentOnFailure", "ignoreDependencyOnFailure", "childrenIds", "tags", "parentId",
+    "debounceId", "keepLogs", "sizeLimit", "debounceTtl", "dedup",
+))
+cdef tuple _EMPTY = ()
 
 
-cdef frozenset _RARE_KEYS = frozenset(
-    _FLAGS + ("childrenIds", "tags", "parentId", "debounceId", "keepLogs", "sizeLimit", "debounceTtl")
-)
-
-
-cdef void _rare_options(dict opts, dict wire) except *:
+cdef void _rare_options(dict opts, Job job) except *:
     """Options most jobs do not send, looked up only when the request names one of them."""
-    cdef str field
-    for field in _FLAGS:
-        if _flag(opts, field):
-            wire[field] = True
-    for field in ("childrenIds", "tags"):
-        value = _string_list(opts, field)
-        if value:
-            wire[field] = value
-    for field in ("parentId", "debounceId"):
-        value = _string(opts, field)
-        if value is not None:
-            wire[field] = value
-    for field in ("keepLogs", "sizeLimit", "debounceTtl"):
-        value = _optional_finite(opts, field)
-        if value is not None:
-            wire[field] = value
-
-
-# Defaults of every job, in the reference's key order. Empty lists are the shared empty tuple (packed as
-# an empty array, never mutated: a change assigns a new list).
-cdef dict _WIRE_TEMPLATE = {
-    "id": None,
-    "queue": None,
-    "name": None,
-    "data": None,
-    "createdAt": None,
-    "runAt": None,
-    "startedAt": None,
-    "completedAt": None,
-    "attempts": 0,
-    "backoff": DEFAULT_BACKOFF,
-    "backoffConfig": None,
-    "dependsOn": (),
-    "childrenIds": (),
-    "childrenCompleted": 0,
-    "tags": (),
-    "progress": 0,
-    "progressMessage": None,
-    "stacktrace": None,
-    "repeat": None,
-    "durable": False,
-    "lastHeartbeat": None,
-    "stallCount": 0,
-    "priority": 0,
-    "lifo": False,
-    "maxAttempts": DEFAULT_MAX_ATTEMPTS,
-    "removeOnComplete": False,
-    "removeOnFail": False,
-    "ttl": None,
-    "timeout": None,
-    "uniqueKey": None,
-    "customId": None,
-    "parentId": None,
-    "groupId": None,
-    "stallTimeout": None,
-    "stackTraceLimit": DEFAULT_STACK_TRACE_LIMIT,
-    "keepLogs": None,
-    "sizeLimit": None,
-    "failParentOnFailure": False,
-    "removeDependencyOnFailure": False,
-    "continueParentOnFailure": False,
-    "ignoreDependencyOnFailure": False,
-    "deduplicationTtl": None,
-    "deduplicationExtend": False,
-    "deduplicationReplace": False,
-    "debounceId": None,
-    "debounceTtl": None,
-    "timeline": None,
-}
+    job.durable = _flag(opts, "durable")
+    job.remove_on_complete = _flag(opts, "removeOnComplete")
+    job.remove_on_fail = _flag(opts, "removeOnFail")
+    job.fail_parent_on_failure = _flag(opts, "failParentOnFailure")
+    job.remove_dependency_on_failure = _flag(opts, "removeDependencyOnFailure")
+    job.continue_parent_on_failure = _flag(opts, "continueParentOnFailure")
+    job.ignore_dependency_on_failure = _flag(opts, "ignoreDependencyOnFailure")
+    value = _string_list(opts, "childrenIds")
+    if value:
+        job.children_ids = value
+    value = _string_list(opts, "tags")
+    if value:
+        job.tags = value
+    job.parent_id = _string(opts, "parentId")
+    job.debounce_id = _string(opts, "debounceId")
+    job.keep_logs = _optional_finite(opts, "keepLogs")
+    job.size_limit = _optional_finite(opts, "sizeLimit")
+    job.debounce_ttl = _optional_finite(opts, "debounceTtl")
+    _dedup(opts, job)
 
 
 cdef class JobFactory:
@@ -435,66 +446,41 @@ cdef class JobFactory:
         repeat = _repeat(opts)
 
         job.seq = self._seq = self._seq + 1
-        job_id = custom_id if custom_id is not None else str(self._uuid7())
-        created = wire_number(created_at)
-        run_at = created_at + delay
-        # Copying a template keeps the reference's key order and costs one memcpy-like dict copy; only the
-        # fields that differ from the defaults are then set (no resize: every key already exists).
-        cdef dict wire = _WIRE_TEMPLATE.copy()
-        wire["id"] = job_id
-        wire["queue"] = queue
-        wire["name"] = name
-        if data is _ABSENT:
-            # JS `undefined`: the key is left out, as a msgpack client would read it.
-            del wire["data"]
-        else:
-            wire["data"] = data
-        wire["createdAt"] = created
-        wire["runAt"] = wire_number(run_at)
-        wire["lastHeartbeat"] = created
-        if priority != 0.0:
-            wire["priority"] = wire_number(priority)
-        if max_attempts != DEFAULT_MAX_ATTEMPTS:
-            wire["maxAttempts"] = max_attempts
-        if backoff_config is not None or backoff != DEFAULT_BACKOFF:
-            wire["backoff"] = backoff
-            wire["backoffConfig"] = backoff_config
-        if depends_on:
-            wire["dependsOn"] = depends_on
-        if repeat is not None:
-            wire["repeat"] = repeat
-        if lifo:
-            wire["lifo"] = True
-        if ttl is not None:
-            wire["ttl"] = ttl
-        if timeout is not None:
-            wire["timeout"] = timeout
-        if unique_key is not None:
-            wire["uniqueKey"] = unique_key
-        if custom_id is not None:
-            wire["customId"] = custom_id
-        if group_id is not None:
-            wire["groupId"] = group_id
-        if stall_timeout is not None:
-            wire["stallTimeout"] = stall_timeout
-        if stack_limit is not None:
-            wire["stackTraceLimit"] = stack_limit
-        if not _RARE_KEYS.isdisjoint(opts):
-            _rare_options(opts, wire)
-        if "dedup" in opts:
-            _dedup(opts, wire)
-        job.wire = wire
-        job.id = job_id
+        job.id = custom_id if custom_id is not None else str(self._uuid7())
         job.queue = queue
+        job.name = name
+        job.data = data
+        job.created_at = created_at
+        job.run_at = created_at + delay
+        job.started_at = NAN
+        job.completed_at = NAN
+        job.attempts = 0
+        job.backoff = backoff
+        job.backoff_config = backoff_config
+        # Empty lists are the shared empty tuple (packed as an empty array); a change assigns a new list.
+        job.depends_on = depends_on if depends_on else _EMPTY
+        job.children_ids = _EMPTY
+        job.children_completed = 0
+        job.tags = _EMPTY
+        job.progress = 0
+        job.progress_message = None
+        job.stacktrace = None
+        job.repeat = repeat
+        job.last_heartbeat = created_at
+        job.stall_count = 0
         job.priority = priority
-        job.run_at = run_at
         job.lifo = lifo
-        job.state = 0
-        job.group_id = group_id
+        job.max_attempts = max_attempts
+        job.ttl = ttl
+        job.timeout = timeout
         job.unique_key = unique_key
         job.custom_id = custom_id
-        job.pending_deps = set(depends_on) if depends_on else None
-        job.holder = None
-        job.started_at = 0.0
+        job.group_id = group_id
+        job.stall_timeout = stall_timeout
+        job.stack_trace_limit = DEFAULT_STACK_TRACE_LIMIT if stack_limit is None else stack_limit
+        if not _RARE_KEYS.isdisjoint(opts):
+            _rare_options(opts, job)
+        job.state = 0
         job.group_max_size = group_max
+        job.pending_deps = set(depends_on) if depends_on else None
         return job

@@ -5,12 +5,13 @@ other command: the event loop is the lock.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from typing import Any
 
 from bunqueue import errors
-from bunqueue._core.jobs import Job, JobFactory, data_too_large, wire_number
+from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large, wire_number
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import states
 from bunqueue.broker.dlq import DeadLetters
@@ -29,7 +30,7 @@ def now_ms() -> float:
 
 
 def _timeline(job: Job, entry: dict[str, Any]) -> None:
-    timeline = job.wire["timeline"]
+    timeline = job.timeline
     timeline.append(entry)
     if len(timeline) > TIMELINE_CAP:
         del timeline[0]
@@ -127,14 +128,14 @@ class Broker:
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
         job = self.factory.build(opts, queue, now, batch)
-        if check_size and "data" in job.wire and data_too_large(job.wire["data"]):
+        if check_size and job.data is not NO_DATA and data_too_large(job.data):
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
         return job
 
     def _check_dependencies(self, job: Job, batch_ids: Any) -> None:
         if job.pending_deps is None:
             return
-        for dep in job.wire["dependsOn"]:
+        for dep in job.depends_on:
             if dep not in self.jobs and dep not in self.completion_proofs and dep not in batch_ids:
                 raise CommandError(errors.dependency_not_found(dep))
         if job.id in job.pending_deps:
@@ -168,7 +169,7 @@ class Broker:
             owner = self._unique_owner(job.queue, job.unique_key, now)
             if owner is not None:
                 return owner
-            ttl = job.wire["deduplicationTtl"]
+            ttl = job.deduplication_ttl
             self.unique_keys[(job.queue, job.unique_key)] = (job.id, None if ttl is None else now + ttl)
         if q is None:
             q = self.queue(job.queue)
@@ -191,7 +192,7 @@ class Broker:
             if q.waiters:
                 self.wake(q, 1)
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
-        job.wire["timeline"] = [{"state": initial, "timestamp": now}]
+        job.timeline = [{"state": initial, "timestamp": now}]
         return job.id
 
     def _register_dependencies(self, q: QueueState, job: Job) -> None:
@@ -254,15 +255,13 @@ class Broker:
                 break
             job = jobs[job_id]
             q.took(job)
-            wire = job.wire
-            ttl = wire["ttl"]
-            if ttl is not None and now > wire["createdAt"] + ttl:
+            ttl = job.ttl
+            if ttl is not None and now > job.created_at + ttl:
                 self._discard_expired(q, job)
                 continue
             job.state = states.ACTIVE
             job.started_at = now
-            wire["startedAt"] = now
-            wire["lastHeartbeat"] = now
+            job.last_heartbeat = now
             _timeline(job, {"state": states.ACTIVE_NAME, "timestamp": now})
             q.n_active += 1
             if tokens is not None:
@@ -310,12 +309,12 @@ class Broker:
         q = self._leave_active(job)
         self._release_unique_key(job)
         job_id = job.id
-        if remove or job.wire["removeOnComplete"]:
+        if remove or job.remove_on_complete:
             self._delete(job)
             self._add_proof(job_id)
         else:
             job.state = states.COMPLETED
-            job.wire["completedAt"] = now
+            job.completed_at = now
             _timeline(job, {"state": states.COMPLETED_NAME, "timestamp": now})
             if has_result:
                 self.results[job_id] = result
@@ -342,12 +341,11 @@ class Broker:
     def fail(self, job: Job, error: Any, stack: Any, unrecoverable: bool, remove: bool) -> None:
         now = now_ms()
         q = self._leave_active(job)
-        wire = job.wire
-        attempts = wire["attempts"] + 1
-        wire["attempts"] = attempts
+        attempts = job.attempts + 1
+        job.attempts = attempts
         if stack is not None:
-            wire["stacktrace"] = _cap_stack(stack, wire["stackTraceLimit"])
-        terminal = unrecoverable or attempts >= wire["maxAttempts"]
+            job.stacktrace = _cap_stack(stack, job.stack_trace_limit)
+        terminal = unrecoverable or attempts >= job.max_attempts
         reason = "max_attempts_exceeded" if terminal else "explicit_fail"
         self._record_failure(job, attempts, reason, error, now)
         entry: dict[str, Any] = {"state": states.FAILED_NAME, "timestamp": now}
@@ -361,15 +359,12 @@ class Broker:
             self._retry(q, job, attempts, now)
 
     def _retry(self, q: QueueState, job: Job, attempts: int, now: float) -> None:
-        wire = job.wire
-        run_at = now + retry_delay(wire["backoff"], wire["backoffConfig"], attempts)
-        job.run_at = run_at
-        wire["runAt"] = wire_number(run_at)
+        job.run_at = now + retry_delay(job.backoff, job.backoff_config, attempts)
         _timeline(job, {"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
         self._enqueue(q, job, now)
 
     def _record_failure(self, job: Job, attempt: int, reason: str, error: Any, now: float) -> None:
-        started = job.wire["startedAt"]
+        started = None if math.isnan(job.started_at) else job.started_at
         self.failures.setdefault(job.id, []).append(
             {
                 "attempt": attempt,
@@ -383,7 +378,7 @@ class Broker:
 
     def _fail_terminally(self, job: Job, reason: str, error: Any, now: float, remove: bool) -> None:
         self._release_unique_key(job)
-        if remove or job.wire["removeOnFail"]:
+        if remove or job.remove_on_fail:
             self._delete(job)
             return
         job.state = states.FAILED
@@ -400,12 +395,11 @@ class Broker:
             if job is None or job.state != states.ACTIVE:
                 continue
             q = self._leave_active(job)
-            wire = job.wire
-            wire["attempts"] += 1
-            wire["stallCount"] += 1
-            if wire["attempts"] >= wire["maxAttempts"] or wire["stallCount"] >= DEFAULT_MAX_STALLS:
-                reason = "max_attempts_exceeded" if wire["attempts"] >= wire["maxAttempts"] else "stalled"
-                self._record_failure(job, wire["attempts"], reason, "Lock expired", now)
+            job.attempts += 1
+            job.stall_count += 1
+            if job.attempts >= job.max_attempts or job.stall_count >= DEFAULT_MAX_STALLS:
+                reason = "max_attempts_exceeded" if job.attempts >= job.max_attempts else "stalled"
+                self._record_failure(job, job.attempts, reason, "Lock expired", now)
                 self._fail_terminally(job, reason, "Lock expired", now, False)
             else:
                 self._enqueue(q, job, now)
@@ -429,7 +423,7 @@ class Broker:
                 job.holder = None
                 continue
             q = self._leave_active(job)
-            job.wire["startedAt"] = None
+            job.started_at = math.nan
             self._enqueue(q, job, now)
             released += 1
         session.held.clear()

@@ -20,7 +20,7 @@ class DeadLetters:
         if entries is None:
             entries = self.by_queue[job.queue] = OrderedDict()
         entries[job.id] = {
-            "job": job.wire,
+            "job": job,
             "enteredAt": now,
             "reason": reason,
             "error": error,

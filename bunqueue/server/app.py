@@ -8,6 +8,7 @@ import signal
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.packer import ReplyPacker
 from bunqueue.broker import Broker, Session
 from bunqueue.broker.broker import now_ms
 from bunqueue.config import Settings
@@ -64,6 +65,8 @@ class BrokerServer:
         self.tokens = settings.tokens
         self.broker = Broker(max_completed_jobs=settings.max_completed_jobs)
         self.connections: set[BrokerProtocol] = set()
+        # One packer for every connection: packing is synchronous, so they never interleave.
+        self.packer = ReplyPacker()
         self.tcp_server: asyncio.base_events.Server | None = None
         self.lease_timer: LeaseTimer | None = None
         self.stopping: asyncio.Event | None = None

@@ -1,4 +1,4 @@
-"""MessagePack bodies as the JS clients write and read them."""
+"""MessagePack request bodies as the JS clients write them. Replies are packed by ``_core.packer``."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,7 +32,6 @@ class BadFrame(Exception):
 
 
 _unpackb = msgpack.unpackb
-_packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 
 def decode_command(body: bytes) -> dict[str, Any]:
@@ -58,7 +57,3 @@ def _drop_undefined(value: dict[Any, Any]) -> dict[Any, Any]:
     if type(jobs) is list:
         out["jobs"] = [_drop_undefined(j) if type(j) is dict else j for j in jobs]
     return out
-
-
-def encode(reply: dict[str, Any]) -> bytes:
-    return _packb(reply)

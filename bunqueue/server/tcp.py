@@ -14,10 +14,11 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from bunqueue import errors
-from bunqueue._core.framing import FrameReader, FrameTooLarge, frame_many
+from bunqueue._core.framing import FrameReader, FrameTooLarge
+from bunqueue._core.packer import ReplyPacker
 from bunqueue.broker import HANDLERS, Session
 from bunqueue.errors import CommandError
-from bunqueue.server.codec import BadFrame, decode_command, encode
+from bunqueue.server.codec import BadFrame, decode_command
 from bunqueue.server.ratelimit import RequestRateLimiter
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class BrokerProtocol(asyncio.Protocol):
         self.broker = server.broker
         self.settings = server.settings
         self.reader = FrameReader(errors.MAX_FRAME_BYTES)
+        self.packer: ReplyPacker = server.packer
         self.session = Session(authenticated=not server.tokens)
         limit = self.settings.rate_limit_max_requests
         self.limiter = RequestRateLimiter(limit, self.settings.rate_limit_window_ms) if limit > 0 else None
@@ -75,13 +77,13 @@ class BrokerProtocol(asyncio.Protocol):
     # -- frames ------------------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        out: list[bytes] = []
+        out: list[dict[str, Any]] = []
         try:
             frames = self.reader.feed(data)
         except FrameTooLarge as exc:
             for body in exc.frames:
                 self.handle_frame(body, out)
-            out.append(encode({"ok": False, "error": errors.frame_too_large(exc.length)}))
+            out.append({"ok": False, "error": errors.frame_too_large(exc.length)})
             self.write(out)
             if self.transport is not None:
                 self.transport.close()
@@ -98,13 +100,13 @@ class BrokerProtocol(asyncio.Protocol):
             self.write(out)
         self.watch_partial_frame()
 
-    def handle_frame(self, body: bytes, out: list[bytes]) -> None:
+    def handle_frame(self, body: bytes, out: list[dict[str, Any]]) -> None:
         session = self.session
         session.frame_size = len(body)
         try:
             cmd = decode_command(body)
         except BadFrame as exc:
-            out.append(encode({"ok": False, "error": exc.message}))
+            out.append({"ok": False, "error": exc.message})
             return
         req_id = cmd.get("reqId")
         reply = self.dispatch(cmd, session)
@@ -113,7 +115,7 @@ class BrokerProtocol(asyncio.Protocol):
             return
         if req_id is not None:
             reply["reqId"] = req_id
-        out.append(encode(reply))
+        out.append(reply)
 
     def dispatch(self, cmd: dict[str, Any], session: Session) -> Any:
         if self.limiter is not None and not self.limiter.allow():
@@ -156,13 +158,13 @@ class BrokerProtocol(asyncio.Protocol):
         if req_id is not None:
             reply["reqId"] = req_id
         if not self.closed:
-            self.write([encode(reply)])
+            self.write([reply])
 
     def task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
         if not self.backlog or self.closed:
             return
-        out: list[bytes] = []
+        out: list[dict[str, Any]] = []
         while self.backlog and len(self.tasks) < MAX_IN_FLIGHT:
             self.handle_frame(self.backlog.popleft(), out)
         if out:
@@ -170,15 +172,31 @@ class BrokerProtocol(asyncio.Protocol):
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def write(self, bodies: list[bytes]) -> None:
+    def write(self, replies: list[dict[str, Any]]) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        transport.write(frame_many(bodies))
+        try:
+            data = self.packer.frames(replies)
+        except (TypeError, ValueError, OverflowError):
+            # A reply that cannot be encoded (a result nested too deeply, say) must not cost the others.
+            log.exception("a reply could not be encoded")
+            data = self.packer.frames([self.encodable(reply) for reply in replies])
+        transport.write(data)
         limit = self.settings.tcp_max_write_queue_bytes
         if limit and transport.get_write_buffer_size() > limit:
             log.warning("closing a connection whose unsent replies exceed %d bytes", limit)
             transport.abort()
+
+    def encodable(self, reply: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.packer.pack(reply)
+            return reply
+        except (TypeError, ValueError, OverflowError):
+            failed = {"ok": False, "error": errors.INTERNAL_ERROR}
+            if "reqId" in reply:
+                failed["reqId"] = reply["reqId"]
+            return failed
 
     def watch_partial_frame(self) -> None:
         """Close a connection that leaves a frame half-sent for longer than the idle timeout."""

@@ -20,7 +20,7 @@ def build(opts: dict[str, Any], batch: bool = False):
 
 def test_defaults_and_key_order() -> None:
     job = build({"name": "n", "data": {"a": 1}})
-    wire = job.wire
+    wire = job.to_dict()
     assert list(wire)[:5] == ["id", "queue", "name", "data", "createdAt"]
     assert list(wire)[-1] == "timeline"
     assert wire["maxAttempts"] == 3 and wire["backoff"] == 1000 and wire["stackTraceLimit"] == 10
@@ -44,8 +44,8 @@ def test_custom_id_field_depends_on_the_command() -> None:
 
 
 def test_absent_data_is_left_out() -> None:
-    assert "data" not in build({"name": "n"}).wire
-    assert build({"name": "n", "data": None}).wire["data"] is None
+    assert "data" not in build({"name": "n"}).to_dict()
+    assert build({"name": "n", "data": None}).to_dict()["data"] is None
 
 
 @pytest.mark.parametrize(
@@ -143,8 +143,8 @@ def test_numeric_rules_match_the_model(delay: Any, timeout: Any, attempts: Any) 
         return
     assert not expected_errors
     assert job.run_at == NOW + model_delay(delay)[1]
-    assert job.wire["timeout"] == model_timeout(timeout)[1]
-    assert job.wire["maxAttempts"] == model_attempts(attempts)[1]
+    assert job.timeout == model_timeout(timeout)[1]
+    assert job.max_attempts == model_attempts(attempts)[1]
 
 
 @settings(max_examples=200, deadline=None)

@@ -59,7 +59,7 @@ async def _pull_later(
 
 
 def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
-    reply: Reply = {"ok": True, "job": jobs[0].wire if jobs else None}
+    reply: Reply = {"ok": True, "job": jobs[0] if jobs else None}
     if tokens is not None:
         reply["token"] = tokens[0] if tokens else None
     return reply
@@ -85,7 +85,7 @@ async def _pullb_later(
 
 
 def _pullb_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
-    reply: Reply = {"ok": True, "jobs": [job.wire for job in jobs]}
+    reply: Reply = {"ok": True, "jobs": jobs}
     if tokens is not None:
         reply["tokens"] = tokens
     return reply

@@ -21,11 +21,11 @@ def job_state(broker: Broker, job: Job, now: float) -> str:
 
 def job_view(broker: Broker, job: Job, now: float) -> dict[str, Any]:
     """The job as GetJob shows it: the wire form plus state, return value and last failure reason."""
-    view = dict(job.wire)
+    view = job.to_dict()
     view["state"] = job_state(broker, job, now)
     if job.id in broker.results:
         view["returnvalue"] = broker.results[job.id]
-    for entry in reversed(job.wire["timeline"]):
+    for entry in reversed(job.timeline):
         if entry["state"] == states.FAILED_NAME:
             if "error" in entry:
                 view["failedReason"] = entry["error"]
