@@ -19,6 +19,7 @@ from bunqueue.broker.queue import QueueState
 from bunqueue.broker.retry import retry_delay
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
+from bunqueue.storage import MemoryStore, Store
 
 TIMELINE_CAP = 20
 DEFAULT_MAX_STALLS = 3
@@ -37,7 +38,9 @@ def _timeline(job: Job, entry: dict[str, Any]) -> None:
 
 
 class Broker:
-    def __init__(self, *, max_completed_jobs: int = 50000) -> None:
+    def __init__(self, *, max_completed_jobs: int = 50000, store: Store | None = None) -> None:
+        # Told of every persistent change, after the in-memory state has changed (see storage.base).
+        self.store: Store = store if store is not None else MemoryStore()
         self.jobs: dict[str, Job] = {}
         self.queues: dict[str, QueueState] = {}
         self.factory = JobFactory()
@@ -193,6 +196,7 @@ class Broker:
                 self.wake(q, 1)
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
+        self.store.job_added(job)
         return job.id
 
     def _register_dependencies(self, q: QueueState, job: Job) -> None:
@@ -272,6 +276,7 @@ class Broker:
             if held is not None:
                 held.add(job_id)
                 job.holder = held
+            self.store.job_changed(job)
             out.append(job)
         return out, tokens
 
@@ -316,8 +321,10 @@ class Broker:
             job.state = states.COMPLETED
             job.completed_at = now
             _timeline(job, {"state": states.COMPLETED_NAME, "timestamp": now})
+            self.store.job_changed(job)
             if has_result:
                 self.results[job_id] = result
+                self.store.result_stored(job_id, result)
             q.n_completed += 1
             self.completed[job_id] = None
             if len(self.completed) > self.max_completed_jobs:
@@ -337,6 +344,7 @@ class Broker:
                 q = self.queue(job.queue)
                 q.n_waiting_children -= 1
                 self._enqueue(q, job, now)
+                self.store.job_changed(job)
 
     def fail(self, job: Job, error: Any, stack: Any, unrecoverable: bool, remove: bool) -> None:
         now = now_ms()
@@ -362,6 +370,7 @@ class Broker:
         job.run_at = now + retry_delay(job.backoff, job.backoff_config, attempts)
         _timeline(job, {"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
         self._enqueue(q, job, now)
+        self.store.job_changed(job)
 
     def _record_failure(self, job: Job, attempt: int, reason: str, error: Any, now: float) -> None:
         started = None if math.isnan(job.started_at) else job.started_at
@@ -382,9 +391,14 @@ class Broker:
             self._delete(job)
             return
         job.state = states.FAILED
-        evicted = self.dlq.add(job, reason, error, self.failures.pop(job.id, []), now)
+        entry, evicted = self.dlq.add(job, reason, error, self.failures.pop(job.id, []), now)
+        self.store.job_changed(job)
+        self.store.dlq_changed(job.queue, entry)
         if evicted is not None:
-            self.jobs.pop(evicted, None)
+            self.store.dlq_removed(job.queue, evicted)
+            dropped = self.jobs.get(evicted)
+            if dropped is not None:
+                self._delete(dropped)
 
     # -- leases and connections --------------------------------------------------------------------
 
@@ -403,6 +417,7 @@ class Broker:
                 self._fail_terminally(job, reason, "Lock expired", now, False)
             else:
                 self._enqueue(q, job, now)
+                self.store.job_changed(job)
 
     def next_lease_deadline(self) -> float | None:
         return self.leases.next_deadline()
@@ -425,6 +440,7 @@ class Broker:
             q = self._leave_active(job)
             job.started_at = math.nan
             self._enqueue(q, job, now)
+            self.store.job_changed(job)
             released += 1
         session.held.clear()
         return released
@@ -432,6 +448,10 @@ class Broker:
     # -- records -----------------------------------------------------------------------------------
 
     def _delete(self, job: Job) -> None:
+        self._drop_from_memory(job)
+        self.store.job_removed(job.id)
+
+    def _drop_from_memory(self, job: Job) -> None:
         self.jobs.pop(job.id, None)
         self.results.pop(job.id, None)
         self.failures.pop(job.id, None)
@@ -443,6 +463,7 @@ class Broker:
             self.queue(job.queue).n_completed -= 1
         elif job.state == states.FAILED:
             self.dlq.remove(job.queue, job.id)
+            self.store.dlq_removed(job.queue, job.id)
         self._delete(job)
 
     def _add_proof(self, job_id: str) -> None:
@@ -459,8 +480,9 @@ class Broker:
             job_id, _ = self.completed.popitem(last=False)
             job = self.jobs.get(job_id)
             if job is not None:
+                # Only the memory copy goes: a durable store keeps the completed row.
                 self.queue(job.queue).n_completed -= 1
-                self._delete(job)
+                self._drop_from_memory(job)
             self._add_proof(job_id)
 
     @property

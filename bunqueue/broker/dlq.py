@@ -14,12 +14,14 @@ class DeadLetters:
     def __init__(self) -> None:
         self.by_queue: dict[str, OrderedDict[str, dict[str, Any]]] = {}
 
-    def add(self, job: Job, reason: str, error: Any, attempts: list[dict[str, Any]], now: float) -> str | None:
-        """File a job; returns the id of the oldest entry when the queue's DLQ overflowed and dropped it."""
+    def add(
+        self, job: Job, reason: str, error: Any, attempts: list[dict[str, Any]], now: float
+    ) -> tuple[dict[str, Any], str | None]:
+        """File a job: the new entry, and the id of the oldest entry if the queue's DLQ overflowed."""
         entries = self.by_queue.get(job.queue)
         if entries is None:
             entries = self.by_queue[job.queue] = OrderedDict()
-        entries[job.id] = {
+        entry = entries[job.id] = {
             "job": job,
             "enteredAt": now,
             "reason": reason,
@@ -31,8 +33,8 @@ class DeadLetters:
             "expiresAt": now + DEFAULT_MAX_AGE,
         }
         if len(entries) > DEFAULT_MAX_ENTRIES:
-            return entries.popitem(last=False)[0]
-        return None
+            return entry, entries.popitem(last=False)[0]
+        return entry, None
 
     def remove(self, queue: str, job_id: str) -> dict[str, Any] | None:
         entries = self.by_queue.get(queue)

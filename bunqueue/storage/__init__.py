@@ -1,0 +1,4 @@
+"""Where the broker's state is kept: one small interface, several backends."""
+from bunqueue.storage.base import MemoryStore, Store
+
+__all__ = ["MemoryStore", "Store"]
