@@ -1,0 +1,138 @@
+"""The SQLite file: schema, migrations, pragmas and the one-time read at start-up."""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from bunqueue._core.jobs import Job
+
+SCHEMA_VERSION = 1
+
+# Each entry upgrades the file from the version before it; entry N brings it to version N.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        # The record is the job's full state (Job.to_record, MessagePack). `state` may be newer than the
+        # record's own: a pull writes only the state column, which recovery trusts. No secondary index:
+        # every write would pay for it, and only start-up scans by state.
+        "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, queue TEXT NOT NULL, state INTEGER NOT NULL,"
+        " record BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS results (job_id TEXT PRIMARY KEY, result BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS dlq (job_id TEXT PRIMARY KEY, queue TEXT NOT NULL, entry BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, settings BLOB NOT NULL)",
+    ),
+}
+
+SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+class StorageError(Exception):
+    """The data file cannot be used (unknown newer schema, corrupt record)."""
+
+
+def connect(path: str, synchronous: str) -> sqlite3.Connection:
+    # Autocommit mode: transactions are opened explicitly, so a commit is exactly where we say.
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute("PRAGMA cache_size=-64000")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the file to SCHEMA_VERSION; refuse one written by a newer version."""
+    conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"the data file has schema version {version}, newer than this server supports"
+            f" ({SCHEMA_VERSION}); upgrade bunqueue or use another data path"
+        )
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in MIGRATIONS[target]:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(target),),
+        )
+        conn.execute("COMMIT")
+    return SCHEMA_VERSION
+
+
+def unpack(blob: bytes) -> Any:
+    return msgpack.unpackb(blob, raw=False, strict_map_key=False, use_list=True)
+
+
+def pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
+
+
+@dataclass
+class Snapshot:
+    """Everything the file holds, as read once at start-up."""
+
+    jobs: list[Job] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+    dlq: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    completed_counts: dict[str, int] = field(default_factory=dict)
+
+
+def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed: int) -> Snapshot:
+    """Live jobs, the newest ``keep_completed`` completed ones (with results), DLQ and queue settings."""
+    snap = Snapshot()
+    for queue, count in conn.execute(
+        "SELECT queue, COUNT(*) FROM jobs WHERE state = ? GROUP BY queue", (completed_state,)
+    ):
+        snap.completed_counts[queue] = count
+    snap.jobs.extend(_jobs(conn.execute("SELECT state, record FROM jobs WHERE state != ?", (completed_state,))))
+    completed = sorted(
+        _jobs(conn.execute("SELECT state, record FROM jobs WHERE state = ?", (completed_state,))),
+        key=lambda job: (job.completed_at, job.seq),
+        reverse=True,
+    )[:keep_completed]
+    snap.jobs.extend(completed)
+    kept = {job.id for job in completed}
+    for job_id, blob in conn.execute("SELECT job_id, result FROM results"):
+        if job_id in kept:
+            snap.results[job_id] = unpack(blob)
+    for queue, blob in conn.execute("SELECT queue, entry FROM dlq"):
+        snap.dlq.append((queue, unpack(blob)))
+    for name, blob in conn.execute("SELECT name, settings FROM queues"):
+        snap.queues[name] = unpack(blob)
+    return snap
+
+
+def _jobs(rows: Iterator[tuple[int, bytes]]) -> Iterator[Job]:
+    for state, blob in rows:
+        try:
+            job = Job.from_record(unpack(blob))
+        except (ValueError, TypeError) as exc:
+            raise StorageError(f"a job record in the data file cannot be read: {exc}") from exc
+        job.state = state
+        yield job
+
+
+def read_job(conn: sqlite3.Connection, job_id: str) -> tuple[Job, Any, bool] | None:
+    """One job and its result (present, value) straight from the file, for jobs no longer in memory."""
+    row = conn.execute(
+        "SELECT j.state, j.record, r.result FROM jobs j LEFT JOIN results r ON r.job_id = j.id"
+        " WHERE j.id = ?",
+        (job_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    job = Job.from_record(unpack(row[1]))
+    job.state = row[0]
+    if row[2] is None:
+        return job, None, False
+    return job, unpack(row[2]), True

@@ -1,0 +1,418 @@
+"""SQLite storage with group commit on a writer thread.
+
+The event loop never touches the disk on a hot path. Changes are collected into a pending batch (one row
+per job, however often it changed); the batch is serialised on the loop, so a row is a consistent snapshot,
+and handed to one writer thread that commits it in one transaction. While that commit runs, the next
+changes collect in the next batch: under load, many replies share one commit.
+
+A reply that must not go out before its change is on disk takes the pending batch's *ticket* (a future);
+the server sends it when the ticket resolves. SQLite releases the GIL while it writes, so the loop keeps
+serving while the disk works.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.jobs import Job
+from bunqueue.storage import schema
+
+log = logging.getLogger("bunqueue.storage")
+
+RETRY_FIRST = 0.2
+RETRY_MAX = 30.0
+# Past this many jobs waiting for the disk, buffered pushes wait for their commit too: producers slow to
+# the disk's pace instead of growing the backlog (and the crash-loss window) without bound.
+MAX_BUFFERED_JOBS = 20_000
+# The WAL is copied back into the database by a thread of its own after about this many row writes.
+CHECKPOINT_ROWS = 20_000
+
+
+class Batch:
+    """Changes not yet handed to the writer. Later changes to the same key replace earlier ones."""
+
+    __slots__ = (
+        "jobs", "states", "deleted", "results", "results_deleted", "dlq", "dlq_deleted", "queues",
+        "queues_removed", "ticket",
+    )
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        # Jobs whose only change is their state (a pull): written as a one-column update.
+        self.states: dict[str, int] = {}
+        self.deleted: set[str] = set()
+        self.results: dict[str, Any] = {}
+        self.results_deleted: set[str] = set()
+        # Obliterated queues: all their rows go, before anything else of the batch is written.
+        self.queues_removed: set[str] = set()
+        self.dlq: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.dlq_deleted: set[str] = set()
+        self.queues: dict[str, dict[str, Any] | None] = {}
+        # Resolves with None once committed, or with the error text when the commit failed.
+        self.ticket: asyncio.Future[str | None] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
+            or self.dlq_deleted or self.queues or self.queues_removed
+        )
+
+    def rows(self) -> tuple[Any, ...]:
+        """The SQL parameters of this batch, taken now: what the writer thread will write."""
+        jobs = [(job.id, job.queue, job.state, schema.pack(job.to_record())) for job in self.jobs.values()]
+        states = [(state, job_id) for job_id, state in self.states.items()]
+        results = [(job_id, schema.pack(value)) for job_id, value in self.results.items()]
+        dlq = [(job_id, q, schema.pack(_entry_row(entry))) for job_id, (q, entry) in self.dlq.items()]
+        queues = [(name, schema.pack(s)) for name, s in self.queues.items() if s is not None]
+        cleared = [(name,) for name, s in self.queues.items() if s is None]
+        deleted = [(job_id,) for job_id in self.deleted]
+        results_deleted = [(job_id,) for job_id in self.results_deleted]
+        dlq_deleted = [(job_id,) for job_id in self.dlq_deleted]
+        removed = [(name,) for name in self.queues_removed]
+        return removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues
+
+    def merge_under(self, newer: Batch) -> None:
+        """Put this failed batch's changes back under ``newer``: what ``newer`` changed since wins."""
+        for job_id, job in self.jobs.items():
+            if job_id not in newer.jobs and job_id not in newer.deleted:
+                newer.jobs[job_id] = job
+                newer.states.pop(job_id, None)
+        for job_id, state in self.states.items():
+            if job_id not in newer.jobs and job_id not in newer.deleted:
+                newer.states.setdefault(job_id, state)
+        for job_id in self.deleted:
+            if job_id not in newer.jobs:
+                newer.deleted.add(job_id)
+        for job_id, value in self.results.items():
+            if job_id not in newer.results_deleted:
+                newer.results.setdefault(job_id, value)
+        for job_id in self.results_deleted:
+            if job_id not in newer.results:
+                newer.results_deleted.add(job_id)
+        newer.queues_removed |= self.queues_removed
+        for job_id, item in self.dlq.items():
+            if job_id not in newer.dlq_deleted:
+                newer.dlq.setdefault(job_id, item)
+        for job_id in self.dlq_deleted:
+            if job_id not in newer.dlq:
+                newer.dlq_deleted.add(job_id)
+        for name, settings in self.queues.items():
+            newer.queues.setdefault(name, settings)
+
+
+def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
+    row = dict(entry)
+    row["job"] = entry["job"].id
+    return row
+
+
+def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
+    removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues = rows
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if removed:
+            conn.executemany("DELETE FROM results WHERE job_id IN (SELECT id FROM jobs WHERE queue = ?)", removed)
+            conn.executemany("DELETE FROM jobs WHERE queue = ?", removed)
+            conn.executemany("DELETE FROM dlq WHERE queue = ?", removed)
+        if deleted:
+            conn.executemany("DELETE FROM jobs WHERE id = ?", deleted)
+            conn.executemany("DELETE FROM results WHERE job_id = ?", deleted)
+            conn.executemany("DELETE FROM dlq WHERE job_id = ?", deleted)
+        if jobs:
+            # An upsert updates an existing row in place (INSERT OR REPLACE would delete and re-insert it).
+            conn.executemany(
+                "INSERT INTO jobs (id, queue, state, record) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE"
+                " SET queue = excluded.queue, state = excluded.state, record = excluded.record",
+                jobs,
+            )
+        if states:
+            conn.executemany("UPDATE jobs SET state = ? WHERE id = ?", states)
+        if results_deleted:
+            conn.executemany("DELETE FROM results WHERE job_id = ?", results_deleted)
+        if results:
+            conn.executemany("INSERT OR REPLACE INTO results (job_id, result) VALUES (?, ?)", results)
+        if dlq_deleted:
+            conn.executemany("DELETE FROM dlq WHERE job_id = ?", dlq_deleted)
+        if dlq:
+            conn.executemany("INSERT OR REPLACE INTO dlq (job_id, queue, entry) VALUES (?, ?, ?)", dlq)
+        if cleared:
+            conn.executemany("DELETE FROM queues WHERE name = ?", cleared)
+        if queues:
+            conn.executemany("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)", queues)
+        conn.execute("COMMIT")
+    except BaseException:
+        # SQLite rolls back by itself on some errors (a full disk): roll back only what is still open,
+        # so the original error is the one reported.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+class SQLiteStore:
+    """The durable store. ``open()`` reads the file; then the broker's notifications flow in."""
+
+    persistent = True
+
+    def __init__(self, path: str, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in schema.SYNC_LEVELS:
+            raise ValueError(f"synchronous must be one of {', '.join(schema.SYNC_LEVELS)}")
+        self.path = path
+        self.synchronous = synchronous.upper()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pending = Batch()
+        self.in_flight: Batch | None = None
+        self.flush_scheduled = False
+        # Set by a change whose reply must wait for its commit; taken (and cleared) by the server.
+        self.must_wait = False
+        self.retry_delay = RETRY_FIRST
+        self.retry_handle: asyncio.TimerHandle | None = None
+        self.status: dict[str, Any] = {"diskFull": False, "error": None, "since": None}
+        self.commits = 0
+        self.reader: sqlite3.Connection | None = None
+        self.work: queue.SimpleQueue[tuple[Batch, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.checkpoint_wanted = threading.Event()
+        self.checkpointer: threading.Thread | None = None
+        self.stopping = False
+        self.closed: asyncio.Future[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def open(self, completed_state: int, keep_completed: int) -> schema.Snapshot:
+        """Create or upgrade the file and read it (before the loop serves anyone)."""
+        conn = schema.connect(self.path, self.synchronous)
+        try:
+            schema.migrate(conn)
+            return schema.read_snapshot(conn, completed_state, keep_completed)
+        finally:
+            conn.close()
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.closed = loop.create_future()
+        self.reader = schema.connect(self.path, self.synchronous)
+        self.thread = threading.Thread(target=self._writer, name="bunqueue-sqlite-writer", daemon=True)
+        self.thread.start()
+        self.checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="bunqueue-sqlite-checkpoint", daemon=True
+        )
+        self.checkpointer.start()
+
+    async def close(self) -> None:
+        """Write everything still pending, checkpoint the WAL and stop the writer."""
+        if self.retry_handle is not None:
+            self.retry_handle.cancel()
+            self.retry_handle = None
+        while self.in_flight is not None or self.pending:
+            if self.in_flight is None:
+                self._flush()
+            batch = self.in_flight
+            assert batch is not None and self.loop is not None
+            if batch.ticket is None:
+                batch.ticket = self.loop.create_future()
+            if await asyncio.shield(batch.ticket) is not None:
+                log.error("shutting down with changes that could not be written: %s", self.status["error"])
+                break
+        self.stopping = True
+        self.checkpoint_wanted.set()
+        self.work.put(None)
+        assert self.closed is not None
+        await self.closed
+        if self.reader is not None:
+            self.reader.close()
+
+    def _writer(self) -> None:
+        conn = schema.connect(self.path, self.synchronous)
+        # A checkpoint inside a commit syncs the database file and would hold every waiting reply (and
+        # widen the loss window of buffered pushes): the checkpoint thread does it beside the writer.
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        written = 0
+        try:
+            while True:
+                item = self.work.get()
+                if item is None:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    break
+                batch, rows = item
+                try:
+                    _write(conn, rows)
+                    failure = None
+                except sqlite3.Error as exc:
+                    failure = str(exc)
+                if failure is None:
+                    written += sum(len(part) for part in rows)
+                    if written >= CHECKPOINT_ROWS:
+                        written = 0
+                        self.checkpoint_wanted.set()
+                assert self.loop is not None
+                self.loop.call_soon_threadsafe(self._committed, batch, failure)
+        except Exception:  # pragma: no cover - the thread must report, never die silently
+            log.exception("the SQLite writer stopped")
+        finally:
+            conn.close()
+            if self.loop is not None and self.closed is not None:
+                self.loop.call_soon_threadsafe(_resolve, self.closed, None)
+
+    def _checkpoint_loop(self) -> None:
+        conn = schema.connect(self.path, self.synchronous)
+        try:
+            while not self.stopping:
+                self.checkpoint_wanted.wait()
+                self.checkpoint_wanted.clear()
+                if self.stopping:
+                    break
+                try:
+                    # PASSIVE never blocks the writer: it copies what it can and leaves the rest.
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    log.warning("WAL checkpoint failed: %s", exc)
+        finally:
+            conn.close()
+
+    # -- group commit ------------------------------------------------------------------------------
+
+    def _changed(self) -> Batch:
+        if not self.flush_scheduled and self.in_flight is None and self.retry_handle is None:
+            self.flush_scheduled = True
+            assert self.loop is not None
+            # Everything changed in this turn of the loop (a whole read burst) joins the batch.
+            self.loop.call_soon(self._flush)
+        return self.pending
+
+    def _flush(self) -> None:
+        self.flush_scheduled = False
+        if self.in_flight is not None or not self.pending:
+            return
+        batch, self.pending = self.pending, Batch()
+        # The next batch inherits nothing: tickets handed out so far belong to this one.
+        self.in_flight = batch
+        self.work.put((batch, batch.rows()))
+
+    def _committed(self, batch: Batch, failure: str | None) -> None:
+        self.in_flight = None
+        if failure is None:
+            self.commits += 1
+            self.retry_delay = RETRY_FIRST
+            if self.status["error"] is not None:
+                log.warning("storage writes succeed again")
+                self.status = {"diskFull": False, "error": None, "since": None}
+        else:
+            self._record_failure(failure)
+            batch.merge_under(self.pending)
+            assert self.loop is not None
+            self.retry_handle = self.loop.call_later(self.retry_delay, self._retry)
+            self.retry_delay = min(self.retry_delay * 2, RETRY_MAX)
+        if batch.ticket is not None:
+            _resolve(batch.ticket, None if failure is None else errors.storage_write_failed(failure))
+        if failure is None and self.pending:
+            self._flush()
+
+    def _retry(self) -> None:
+        self.retry_handle = None
+        self._flush()
+
+    def _record_failure(self, failure: str) -> None:
+        if self.status["error"] is None:
+            log.error("storage write failed, changes are kept and retried: %s", failure)
+            self.status = {
+                "diskFull": "full" in failure.lower(),
+                "error": failure,
+                "since": float(time.time_ns() // 1_000_000),
+            }
+
+    def take_ticket(self) -> asyncio.Future[str | None] | None:
+        """The commit a reply must wait for, if the changes just made need one."""
+        if not self.must_wait:
+            return None
+        self.must_wait = False
+        # A change made outside any command (a timer, a recovery) may already be on its way to disk.
+        batch = self.pending if self.pending else self.in_flight
+        if batch is None:
+            return None
+        if batch.ticket is None:
+            assert self.loop is not None
+            batch.ticket = self.loop.create_future()
+        return batch.ticket
+
+    # -- notifications (see storage.base.Store) ----------------------------------------------------
+
+    def job_added(self, job: Job) -> None:
+        # A re-used id deleted earlier in this batch stays in `deleted`: deletes are written before inserts,
+        # so the old generation's result and DLQ rows go and the new row stays.
+        batch = self._changed()
+        batch.jobs[job.id] = job
+        if job.durable or len(batch.jobs) >= MAX_BUFFERED_JOBS:
+            self.must_wait = True
+
+    def job_changed(self, job: Job, sync: bool = True) -> None:
+        batch = self._changed()
+        batch.jobs[job.id] = job
+        batch.states.pop(job.id, None)
+        if sync:
+            self.must_wait = True
+
+    def job_activated(self, job: Job) -> None:
+        batch = self._changed()
+        if job.id not in batch.jobs:
+            batch.states[job.id] = job.state
+
+    def job_removed(self, job_id: str) -> None:
+        batch = self._changed()
+        batch.jobs.pop(job_id, None)
+        batch.states.pop(job_id, None)
+        batch.results.pop(job_id, None)
+        batch.dlq.pop(job_id, None)
+        batch.deleted.add(job_id)
+        self.must_wait = True
+
+    def result_stored(self, job_id: str, result: Any) -> None:
+        batch = self._changed()
+        batch.results_deleted.discard(job_id)
+        batch.results[job_id] = result
+        self.must_wait = True
+
+    def result_removed(self, job_id: str) -> None:
+        batch = self._changed()
+        batch.results.pop(job_id, None)
+        batch.results_deleted.add(job_id)
+        self.must_wait = True
+
+    def queue_removed(self, queue: str) -> None:
+        batch = self._changed()
+        # Rows of this queue still waiting in the batch were already dropped from memory by the caller;
+        # the queue-wide delete runs first, so jobs re-created in the same batch survive it.
+        batch.queues_removed.add(queue)
+        self.must_wait = True
+
+    def dlq_changed(self, queue: str, entry: dict[str, Any]) -> None:
+        self._changed().dlq[entry["job"].id] = (queue, entry)
+        self.must_wait = True
+
+    def dlq_removed(self, queue: str, job_id: str) -> None:
+        batch = self._changed()
+        batch.dlq.pop(job_id, None)
+        batch.dlq_deleted.add(job_id)
+        self.must_wait = True
+
+    def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
+        self._changed().queues[queue] = settings
+        self.must_wait = True
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def load_job(self, job_id: str) -> tuple[Job, Any, bool] | None:
+        """A job that is no longer in memory (an evicted completed one), read from the file."""
+        if self.reader is None:
+            return None
+        return schema.read_job(self.reader, job_id)
+
+
+def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
+    if not fut.done():
+        fut.set_result(value)

@@ -1,0 +1,217 @@
+"""A producer/consumer load against a SQLite server that is killed with SIGKILL at random moments.
+
+Every acknowledgement the client receives is written to a history; after the last restart the queue is
+drained and the history checked: no acknowledged durable push may be missing, no job may be delivered
+again after its ACK was acknowledged, and buffered pushes may be lost only inside the documented window.
+
+Run directly for a long run: ``python tests/reliability/crashload.py --kills 300``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import sqlite3
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import ServerProcess  # noqa: E402
+
+from bunqueue.client import connect  # noqa: E402
+
+QUEUE = "crash"
+# Buffered (non-durable) pushes acknowledged at most this long before a kill may be lost.
+BUFFER_LOSS_WINDOW_MS = 250.0
+
+
+@dataclass
+class History:
+    # Job id -> (round, time the push was acknowledged): a reply already on its way when the server was
+    # killed is read after the kill, so losses are measured against the kill of the job's own round.
+    durable: dict[str, tuple[int, float]] = field(default_factory=dict)
+    buffered: dict[str, tuple[int, float]] = field(default_factory=dict)
+    acked: set[str] = field(default_factory=set)
+    redelivered_after_ack: list[str] = field(default_factory=list)
+    kills: list[float] = field(default_factory=list)
+
+    def delivered(self, job_id: str) -> None:
+        if job_id in self.acked:
+            self.redelivered_after_ack.append(job_id)
+
+
+def now_ms() -> float:
+    return time.time() * 1000.0
+
+
+async def produce(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int) -> None:
+    conn = await connect(*addr)
+    try:
+        n = 0
+        while not stop.is_set():
+            durable = n % 2 == 0
+            batch = [
+                {"name": "j", "data": {"n": n + i}, "durable": durable, "maxAttempts": 1000, "backoff": 0}
+                for i in range(5)
+            ]
+            n += 5
+            reply = await conn.request({"cmd": "PUSHB", "queue": QUEUE, "jobs": batch})
+            if not reply.get("ok"):
+                continue
+            book = history.durable if durable else history.buffered
+            at = (round_no, now_ms())
+            for job_id in reply["ids"]:
+                book[job_id] = at
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
+async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
+    conn = await connect(*addr)
+    try:
+        while not stop.is_set():
+            reply = await conn.request({"cmd": "PULL", "queue": QUEUE, "owner": "w", "lockTtl": 60000,
+                                        "timeout": 50})
+            job = reply.get("job")
+            if not job:
+                continue
+            history.delivered(job["id"])
+            ack = await conn.request({"cmd": "ACK", "id": job["id"], "token": reply["token"]})
+            if ack.get("ok"):
+                history.acked.add(job["id"])
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
+async def one_round(proc: ServerProcess, history: History, rng: random.Random) -> None:
+    stop = asyncio.Event()
+    round_no = len(history.kills)
+    tasks = [asyncio.create_task(produce(proc.addr, history, stop, round_no)) for _ in range(2)]
+    tasks += [asyncio.create_task(consume(proc.addr, history, stop)) for _ in range(3)]
+    await asyncio.sleep(rng.uniform(0.1, 0.6))
+    assert proc.proc is not None
+    os.kill(proc.proc.pid, signal.SIGKILL)
+    history.kills.append(now_ms())
+    stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    proc.proc.wait()
+
+
+async def drain(addr: tuple[str, int], history: History) -> set[str]:
+    """Pull everything left; returns the ids of jobs still known to the server (any state)."""
+    conn = await connect(*addr)
+    try:
+        idle = 0
+        while idle < 3:
+            reply = await conn.request({"cmd": "PULLB", "queue": QUEUE, "count": 500, "owner": "d",
+                                        "timeout": 200})
+            assert reply.get("ok"), reply
+            if not reply["jobs"]:
+                idle += 1
+                continue
+            idle = 0
+            for job in reply["jobs"]:
+                history.delivered(job["id"])
+            ids = [job["id"] for job in reply["jobs"]]
+            ack = await conn.request({"cmd": "ACKB", "ids": ids, "tokens": reply["tokens"]})
+            assert ack["ok"], ack
+            history.acked.update(ids)
+        known: set[str] = set()
+        pushed = list(history.durable) + list(history.buffered)
+        for i in range(0, len(pushed), 500):
+            replies = await conn.pipeline([{"cmd": "GetState", "id": j} for j in pushed[i : i + 500]])
+            known.update(j for j, r in zip(pushed[i : i + 500], replies) if r["state"] != "unknown")
+        return known
+    finally:
+        await conn.close()
+
+
+@dataclass
+class Verdict:
+    kills: int
+    durable_pushed: int
+    buffered_pushed: int
+    acked: int
+    durable_missing: int
+    redelivered_after_ack: int
+    buffered_missing: int
+    buffered_missing_outside_window: int
+    worst_buffered_loss_ms: float
+    integrity: str
+
+
+def check(history: History, known: set[str], data: Path) -> Verdict:
+    durable_missing = [j for j in history.durable if j not in known]
+    buffered_missing = [j for j in history.buffered if j not in known]
+    worst = 0.0
+    outside = 0
+    for job_id in buffered_missing:
+        round_no, at = history.buffered[job_id]
+        gap = max(0.0, history.kills[round_no] - at) if round_no < len(history.kills) else float("inf")
+        worst = max(worst, gap)
+        if gap > BUFFER_LOSS_WINDOW_MS:
+            outside += 1
+    with sqlite3.connect(data) as conn:
+        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+    return Verdict(
+        kills=len(history.kills),
+        durable_pushed=len(history.durable),
+        buffered_pushed=len(history.buffered),
+        acked=len(history.acked),
+        durable_missing=len(durable_missing),
+        redelivered_after_ack=len(history.redelivered_after_ack),
+        buffered_missing=len(buffered_missing),
+        buffered_missing_outside_window=outside,
+        worst_buffered_loss_ms=round(worst, 1),
+        integrity=integrity,
+    )
+
+
+async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) -> Verdict:
+    rng = random.Random(seed)
+    data = workdir / "crash.db"
+    history = History()
+    env = {"BUNQUEUE_DATA_PATH": str(data), "RATE_LIMIT_MAX_REQUESTS": "0"}
+    for i in range(kills):
+        proc = ServerProcess(env=env).start()
+        await one_round(proc, history, rng)
+        if progress:
+            print(f"kill {i + 1}/{kills}: {len(history.durable) + len(history.buffered)} pushed,"
+                  f" {len(history.acked)} acked", file=sys.stderr)
+    proc = ServerProcess(env=env).start()
+    try:
+        known = await drain(proc.addr, history)
+    finally:
+        proc.stop()
+    return check(history, known, data)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kills", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
+    args = parser.parse_args()
+    import tempfile
+
+    workdir = Path(args.dir or tempfile.mkdtemp(prefix="bunqueue-crash-"))
+    verdict = asyncio.run(run(args.kills, workdir, args.seed, progress=True))
+    for key, value in vars(verdict).items():
+        print(f"{key:34} {value}")
+    ok = (verdict.durable_missing == 0 and verdict.redelivered_after_ack == 0
+          and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok")
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""kill -9 under load: acknowledged durable pushes and acknowledged ACKs survive every crash.
+
+CI runs the smoke size; ``BUNQUEUE_CRASH_KILLS=300`` (or ``python tests/reliability/crashload.py``) runs
+hundreds of kills.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from crashload import BUFFER_LOSS_WINDOW_MS, run
+
+
+def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    kills = int(os.environ.get("BUNQUEUE_CRASH_KILLS", "10"))
+    verdict = asyncio.run(run(kills, tmp_path, seed=7))
+    assert verdict.kills == kills
+    assert verdict.durable_pushed > 0 and verdict.acked > 0, "the load did not run"
+    assert verdict.durable_missing == 0, verdict
+    assert verdict.redelivered_after_ack == 0, verdict
+    assert verdict.buffered_missing_outside_window == 0, (BUFFER_LOSS_WINDOW_MS, verdict)
+    assert verdict.integrity == "ok"

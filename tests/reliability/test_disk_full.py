@@ -1,0 +1,62 @@
+"""A full disk: writes fail with a clear error, nothing is acknowledged falsely, and service resumes."""
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import RawClient, ServerProcess
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_disk_full_is_reported_and_recovers(small_disk: Path) -> None:
+    proc = ServerProcess(env={"BUNQUEUE_DATA_PATH": str(small_disk / "q.db"),
+                              "RATE_LIMIT_MAX_REQUESTS": "0"}).start()
+    try:
+        c = RawClient(proc.addr, timeout=10)
+        payload = "x" * 20_000
+        failure = None
+        for i in range(400):
+            reply = c.call({"cmd": "PUSH", "queue": "full", "name": "j", "data": payload, "durable": True})
+            if not reply["ok"]:
+                failure = reply["error"]
+                break
+        assert failure is not None, "the disk never filled"
+        assert failure.startswith("Storage write failed:") and "full" in failure
+        status = c.call({"cmd": "StorageStatus"})["data"]
+        assert status["diskFull"] is True and status["since"] > 0 and "full" in status["error"]
+        assert c.call({"cmd": "Ping"})["ok"], "the server keeps serving"
+
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+        deadline = time.monotonic() + 60
+        while c.call({"cmd": "StorageStatus"})["data"]["diskFull"]:
+            assert time.monotonic() < deadline, "the store never recovered"
+            time.sleep(0.2)
+        after = c.call({"cmd": "PUSH", "queue": "full", "name": "j", "data": 1, "durable": True})
+        assert after["ok"]
+        c.close()
+    finally:
+        proc.stop()
+    restarted = ServerProcess(env={"BUNQUEUE_DATA_PATH": str(small_disk / "q.db")}).start()
+    try:
+        c = RawClient(restarted.addr)
+        counts = c.call({"cmd": "GetJobCounts", "queue": "full"})["counts"]
+        assert counts["waiting"] == i + 2, "every job kept in memory reached the disk once it had room"
+    finally:
+        restarted.stop()
