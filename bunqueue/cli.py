@@ -80,12 +80,21 @@ async def _serve(settings: Settings) -> None:
     server = BrokerServer(settings)
     await server.start()
     host, port = server.tcp_address
-    storage = "memory" if settings.data_path is None else settings.data_path
+    storage = "memory" if settings.storage == "memory" else f"sqlite {settings.data_path}"
     logging.getLogger("bunqueue").info(
         "bunqueue %s listening on tcp://%s:%d (storage: %s, auth: %s)",
         __version__, host, port, storage, "on" if settings.tokens else "off",
     )
     await server.serve_until_stopped()
+
+
+def _run(settings: Settings) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
+        asyncio.run(_serve(settings))
+    else:
+        uvloop.run(_serve(settings))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,14 +108,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.load(flags)
     except ValueError as exc:
         parser.error(str(exc))
-    configure_logging(settings)
-    if settings.data_path is not None:
-        # Refuse rather than run in memory: a user who asked for a file expects jobs to survive a restart.
-        parser.error(f"persistent storage is not available in this version; unset the data path ({settings.data_path})")
     try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
-        asyncio.run(_serve(settings))
-    else:
-        uvloop.run(_serve(settings))
+        settings.storage
+    except ValueError as exc:
+        parser.error(str(exc))
+    configure_logging(settings)
+    from bunqueue.storage.schema import StorageError
+
+    try:
+        _run(settings)
+    except StorageError as exc:
+        logging.getLogger("bunqueue").error("cannot open the data file: %s", exc)
+        return 1
     return 0

@@ -32,6 +32,20 @@ OPTIONS: tuple[Option, ...] = (
         "SQLite database path (memory-only when absent)",
         "--data-path",
     ),
+    Option(
+        "storage_driver",
+        ("BUNQUEUE_STORAGE_DRIVER",),
+        None,
+        str,
+        "memory | sqlite (default: sqlite with a data path, else memory)",
+    ),
+    Option(
+        "sqlite_synchronous",
+        ("BUNQUEUE_SQLITE_SYNCHRONOUS",),
+        "NORMAL",
+        str,
+        "SQLite sync level: NORMAL (survives a process crash) or FULL (also a power loss)",
+    ),
     Option("auth_tokens", ("AUTH_TOKENS",), "", str, "comma-separated auth tokens", "--auth-tokens"),
     Option(
         "max_completed_jobs",
@@ -52,6 +66,13 @@ OPTIONS: tuple[Option, ...] = (
         "close a connection whose unsent replies exceed this (0 = unbounded)",
     ),
     Option("shutdown_timeout_ms", ("SHUTDOWN_TIMEOUT_MS",), 30000, int, "graceful shutdown drain (ms)"),
+    Option(
+        "worker_timeout_ms",
+        ("WORKER_TIMEOUT_MS",),
+        30000,
+        int,
+        "a registered worker unheard of this long is listed as stale (removed at 3x)",
+    ),
     Option("log_level", ("LOG_LEVEL",), "info", str, "debug | info | warn | error"),
     Option("log_format", ("LOG_FORMAT",), "text", str, "text | json"),
 )
@@ -63,6 +84,8 @@ class Settings:
     tcp_port: int = 6789
     http_port: int = 6790
     data_path: str | None = None
+    storage_driver: str | None = None
+    sqlite_synchronous: str = "NORMAL"
     auth_tokens: str = ""
     max_completed_jobs: int = 50000
     rate_limit_max_requests: int = 10000
@@ -70,8 +93,21 @@ class Settings:
     tcp_idle_timeout_ms: int = 60000
     tcp_max_write_queue_bytes: int = 64 * 1024 * 1024
     shutdown_timeout_ms: int = 30000
+    worker_timeout_ms: int = 30000
     log_level: str = "info"
     log_format: str = "text"
+
+    @property
+    def storage(self) -> str:
+        """The storage backend in use: "memory" or "sqlite"."""
+        driver = (self.storage_driver or ("sqlite" if self.data_path else "memory")).lower()
+        if driver not in ("memory", "sqlite"):
+            raise ValueError(f"BUNQUEUE_STORAGE_DRIVER must be memory or sqlite, got {self.storage_driver!r}")
+        if driver == "sqlite" and not self.data_path:
+            raise ValueError("BUNQUEUE_STORAGE_DRIVER=sqlite needs a data path (--data-path or BUNQUEUE_DATA_PATH)")
+        if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL"):
+            raise ValueError(f"BUNQUEUE_SQLITE_SYNCHRONOUS must be NORMAL or FULL, got {self.sqlite_synchronous!r}")
+        return driver
 
     @property
     def tokens(self) -> frozenset[str]:

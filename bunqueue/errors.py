@@ -16,6 +16,10 @@ RATE_LIMIT_EXCEEDED = "Rate limit exceeded"
 INTERNAL_ERROR = "Internal server error"
 
 
+def storage_write_failed(reason: str) -> str:
+    return f"Storage write failed: {reason}"
+
+
 def unknown_command(cmd: object) -> str:
     if isinstance(cmd, (bytes, bytearray)):
         # The reference stringifies a binary cmd the way JS prints a Uint8Array.
@@ -130,6 +134,68 @@ GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
 GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"
 REPEAT_SHAPE = "repeat requires exactly one of every or pattern"
 REPEAT_EVERY = "repeat.every must be a positive finite number"
+
+# Job and queue management (control, DLQ, logs).
+CANNOT_CANCEL = "Job not found or cannot be cancelled"
+CANNOT_UPDATE = "Job not found or cannot be updated"
+NOT_IN_QUEUE = "Job not found or not in queue"
+NOT_DELAYED = "Job not found or not delayed"
+CANNOT_CHANGE_DELAY = "Job not found or cannot change delay"
+NOT_ACTIVE = "Job not found or not active"
+FAILED_NOT_IN_DLQ = "Failed job not in DLQ"
+FLOW_DATA_NOT_OBJECT = "flow job data must be an object"
+
+
+def is_required(field: str) -> str:
+    return f"{field} is required"
+
+
+def not_active(state: str) -> str:
+    return f"Job is not active (current state: {state})"
+
+
+def cannot_move_to_wait(state: str) -> str:
+    return f"Cannot move job from state '{state}' to waiting"
+
+
+def flow_key_reserved(key: str) -> str:
+    return f"flow job data key is reserved: {key}"
+
+
+def must_be_string_or_array(field: str) -> str:
+    return f"{field} must be a string or an array of strings"
+
+
+# Locks, liveness, limits, deduplication and workers.
+LOCK_NOT_FOUND = "Lock not found or invalid token"
+JOB_NOT_ACTIVE = "Job not found or not active (or invalid token)"
+WORKER_NOT_FOUND = "Worker not found"
+DEDUP_EXTENDED = "Duplicate unique_key (extended TTL)"
+# Failure texts recorded on jobs and DLQ entries when the broker, not a worker, ends an attempt.
+JOB_TIMEOUT_EXCEEDED = "Job timeout exceeded"
+STALLED = "stalled"
+LOCK_EXPIRED = "Lock expired"
+
+
+def item_error(field: str, index: int, message: str) -> str:
+    """An error about one entry of an array argument: ``durations[1]: duration must be ...``."""
+    return f"{field}[{index}]: {message}"
+
+
+def dedup_replace_blocked(job_id: str) -> str:
+    return f"Cannot replace deduplicated job {job_id} because live jobs depend on it"
+
+
+def stalled_at_max_attempts(max_attempts: int) -> str:
+    return f"Job stalled at max attempts ({max_attempts})"
+
+
+def stalled_times(count: int) -> str:
+    return f"Job stalled {count} times"
+
+
+def lock_expired_at_max_attempts(max_attempts: int) -> str:
+    return f"Lock expired at max attempts ({max_attempts})"
 
 
 class CommandError(Exception):

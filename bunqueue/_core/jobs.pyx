@@ -21,6 +21,8 @@ MAX_MAX_DELAY = 86400000
 MAX_DATA_JSON = 10 * 1024 * 1024
 MAX_NAME = 256
 MAX_SAFE_INTEGER = 9007199254740991.0
+# Bumped when the layout of Job.to_record() changes; a store refuses records it does not know.
+RECORD_VERSION = 1
 
 cdef double _MAX_DURATION = MAX_DURATION
 cdef double _INT_LO = -2147483648.0
@@ -105,6 +107,50 @@ cdef class Job:
 
     def __repr__(self):
         return f"<Job {self.id} queue={self.queue} state={self.state}>"
+
+    def to_record(self):
+        """Every field, wire and bookkeeping, as a flat tuple for a storage row (see ``from_record``)."""
+        return (
+            RECORD_VERSION, self.id, self.queue, self.name, self.data is not NO_DATA,
+            None if self.data is NO_DATA else self.data, self.created_at, self.run_at, self.started_at,
+            self.completed_at, self.attempts, self.backoff, self.backoff_config, list(self.depends_on),
+            list(self.children_ids), self.children_completed, list(self.tags), self.progress,
+            self.progress_message, self.stacktrace, self.repeat, self.durable, self.last_heartbeat,
+            self.stall_count, self.priority, self.lifo, self.max_attempts, self.remove_on_complete,
+            self.remove_on_fail, self.ttl, self.timeout, self.unique_key, self.custom_id, self.parent_id,
+            self.group_id, self.stall_timeout, self.stack_trace_limit, self.keep_logs, self.size_limit,
+            self.fail_parent_on_failure, self.remove_dependency_on_failure,
+            self.continue_parent_on_failure, self.ignore_dependency_on_failure, self.deduplication_ttl,
+            self.deduplication_extend, self.deduplication_replace, self.debounce_id, self.debounce_ttl,
+            self.timeline, self.seq, self.state,
+            None if self.pending_deps is None else list(self.pending_deps),
+        )
+
+    @staticmethod
+    def from_record(record):
+        """A job rebuilt from ``to_record()`` output (lists may come back as lists or tuples)."""
+        if record[0] != RECORD_VERSION:
+            raise ValueError(f"unknown job record version {record[0]!r}")
+        cdef Job job = Job.__new__(Job)
+        (_, job.id, job.queue, job.name, has_data, data, job.created_at, job.run_at, job.started_at,
+         job.completed_at, job.attempts, job.backoff, job.backoff_config, depends_on, children_ids,
+         job.children_completed, tags, job.progress, job.progress_message, job.stacktrace, job.repeat,
+         job.durable, job.last_heartbeat, job.stall_count, job.priority, job.lifo, job.max_attempts,
+         job.remove_on_complete, job.remove_on_fail, job.ttl, job.timeout, job.unique_key, job.custom_id,
+         job.parent_id, job.group_id, job.stall_timeout, job.stack_trace_limit, job.keep_logs,
+         job.size_limit, job.fail_parent_on_failure, job.remove_dependency_on_failure,
+         job.continue_parent_on_failure, job.ignore_dependency_on_failure, job.deduplication_ttl,
+         job.deduplication_extend, job.deduplication_replace, job.debounce_id, job.debounce_ttl,
+         timeline, job.seq, job.state, pending) = record
+        job.data = data if has_data else NO_DATA
+        job.depends_on = list(depends_on) if depends_on else _EMPTY
+        job.children_ids = list(children_ids) if children_ids else _EMPTY
+        job.tags = list(tags) if tags else _EMPTY
+        job.timeline = list(timeline) if timeline is not None else []
+        job.pending_deps = set(pending) if pending else None
+        job.group_max_size = None
+        job.holder = None
+        return job
 
 
 def validate_queue_name(name):
@@ -408,8 +454,18 @@ cdef class JobFactory:
         self._seq = 0
         self._uuid7 = uuid7
 
+    def resume_after(self, unsigned long long seq):
+        """Continue admission numbers after those of jobs read back from storage."""
+        if seq > self._seq:
+            self._seq = seq
+
     cpdef str new_token(self):
         return str(self._uuid7())
+
+    def next_seq(self):
+        """A sequence number after every job admitted so far: a promoted job queues behind them."""
+        self._seq += 1
+        return self._seq
 
     cpdef Job build(self, dict opts, str queue, double now, bint batch):
         cdef Job job = Job.__new__(Job)

@@ -80,6 +80,10 @@ cdef class TimerHeap:
             return None
         return self._heap[self._position_of_slot[<Py_ssize_t>slot]].when
 
+    def keys(self):
+        """Every scheduled key, in no particular order."""
+        return list(self._slot_of_key)
+
     def pop_due(self, double now, Py_ssize_t limit=-1):
         """Remove and return the keys due at or before `now`, earliest first; at most `limit` if >= 0."""
         cdef list due = []

@@ -6,28 +6,28 @@ other command: the event loop is the lock.
 from __future__ import annotations
 
 import math
-import time
 from collections import OrderedDict
 from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large, wire_number
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import states
-from bunqueue.broker.dlq import DeadLetters
+from bunqueue.broker import dedup, limits, states
+from bunqueue.broker.clock import now_ms
+from bunqueue.broker.completion import settle_waiters
+from bunqueue.broker.deadlines import LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
+from bunqueue.broker.dlq import DeadLetters, dead_letter
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.retry import retry_delay
 from bunqueue.broker.session import Session
+from bunqueue.broker.stalls import StallDetector, max_stalls
+from bunqueue.broker.timeouts import JobTimeouts
+from bunqueue.broker.workers import WorkerRegistry
 from bunqueue.errors import CommandError
 from bunqueue.storage import MemoryStore, Store
 
 TIMELINE_CAP = 20
 DEFAULT_MAX_STALLS = 3
-
-
-def now_ms() -> float:
-    """Epoch milliseconds as an integral float, as JS ``Date.now()`` goes on the wire (float64)."""
-    return float(time.time_ns() // 1_000_000)
 
 
 def _timeline(job: Job, entry: dict[str, Any]) -> None:
@@ -45,7 +45,7 @@ class Broker:
         self.queues: dict[str, QueueState] = {}
         self.factory = JobFactory()
         self.leases = LeaseTable()
-        self.dlq = DeadLetters()
+        self.dlq = DeadLetters(self.queues)
         self.results: dict[str, Any] = {}
         self.max_completed_jobs = max(1, max_completed_jobs)
         # Completed jobs in completion order, for FIFO eviction of the in-memory copies.
@@ -57,8 +57,30 @@ class Broker:
         self.unique_keys: dict[tuple[str, str], tuple[str, float | None]] = {}
         # Failure history per job (the DLQ entry's ``attempts``).
         self.failures: dict[str, list[dict[str, Any]]] = {}
-        # Called with an epoch-ms time whenever a lease may expire earlier than anything scheduled.
-        self.wake_at = _no_wake
+        # Job logs (AddLog), per job id, least recently written first.
+        self.logs: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        # WaitJob futures per job id: settled True when the job completes, False when it is removed.
+        self.job_waiters: dict[str, list[Any]] = {}
+        # Called with (kind, epoch ms) whenever a kind of deadline may come due earlier than anything armed
+        # (see broker.deadlines); the server keeps one loop timer per kind.
+        self.wake_at: Alarm = no_alarm
+        self.stalls = StallDetector(self)
+        self.timeouts = JobTimeouts(self)
+        self.workers = WorkerRegistry(self)
+        self.rate_wakeups = limits.RateLimitWakeups(self)
+        # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
+        self._stall_checks = self.stalls.exact
+        self._timeout_deadlines = self.timeouts.deadlines
+
+    def deadline_handlers(self) -> dict[str, Handler]:
+        """What settles each kind of deadline; each returns that kind's next deadline."""
+        return {
+            LEASES: self._settle_leases,
+            TIMEOUTS: self.timeouts.expire,
+            STALLS: self.stalls.expire,
+            WORKERS: self.workers.expire,
+            RATE_LIMITS: self.rate_wakeups.expire,
+        }
 
     # -- queues ------------------------------------------------------------------------------------
 
@@ -101,6 +123,8 @@ class Broker:
         self._check_dependencies(job, ())
         if job.group_id is not None:
             self._check_group_caps([job])
+        if job.unique_key is not None:
+            dedup.preflight(self, job, now)
         return self._admit(job, now)
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
@@ -125,6 +149,12 @@ class Broker:
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
         self._check_group_caps(jobs)
+        for i, job in enumerate(jobs):
+            if job.unique_key is not None:
+                try:
+                    dedup.preflight(self, job, now)
+                except CommandError as exc:
+                    raise CommandError(errors.batch_item(i, exc.message)) from None
         admit = self._admit
         q = self.queue(queue)
         return [admit(job, now, q) for job in jobs]
@@ -169,11 +199,9 @@ class Broker:
                     return existing.id
                 self._forget(existing)
         if job.unique_key is not None:
-            owner = self._unique_owner(job.queue, job.unique_key, now)
+            owner = dedup.claim(self, job, now)
             if owner is not None:
                 return owner
-            ttl = job.deduplication_ttl
-            self.unique_keys[(job.queue, job.unique_key)] = (job.id, None if ttl is None else now + ttl)
         if q is None:
             q = self.queue(job.queue)
         self.jobs[job.id] = job
@@ -212,27 +240,16 @@ class Broker:
             job.pending_deps = None
             return
         job.state = states.WAITING_CHILDREN
-        q.n_waiting_children += 1
+        q.park(job.id)
         for dep in deps:
             self.dependents.setdefault(dep, set()).add(job.id)
 
     def _unique_owner(self, queue: str, key: str, now: float) -> str | None:
-        entry = self.unique_keys.get((queue, key))
-        if entry is None:
-            return None
-        owner_id, expires_at = entry
-        owner = self.jobs.get(owner_id)
-        if owner is None or owner.state not in states.LIVE or (expires_at is not None and expires_at <= now):
-            del self.unique_keys[(queue, key)]
-            return None
-        return owner_id
+        return dedup.owner_of(self, queue, key, now)
 
     def _release_unique_key(self, job: Job) -> None:
         if job.unique_key is not None:
-            key = (job.queue, job.unique_key)
-            entry = self.unique_keys.get(key)
-            if entry is not None and entry[0] == job.id:
-                del self.unique_keys[key]
+            dedup.release(self, job)
 
     # -- pull --------------------------------------------------------------------------------------
 
@@ -250,9 +267,13 @@ class Broker:
             return [], tokens
         now = now_ms()
         self.promote_due(q, now)
+        if q.limits is not None:
+            count = limits.admit(self, q, count, now)
         out: list[Job] = []
         jobs = self.jobs
         held = session.held if session is not None and (owner is not None or not detach) else None
+        watch = q.stall_watch
+        watch_was_empty = watch is not None and not watch
         while len(out) < count:
             job_id = q.pop_ready()
             if job_id is None:
@@ -268,16 +289,29 @@ class Broker:
             job.last_heartbeat = now
             _timeline(job, {"state": states.ACTIVE_NAME, "timestamp": now})
             q.n_active += 1
+            q.active[job_id] = None
+            if job.stall_timeout is None:
+                if watch is not None:
+                    watch[job_id] = None
+            elif watch is not None:
+                self.stalls.watch_job(job, now)
+            if job.timeout:
+                self.timeouts.started(job, now)
             if tokens is not None:
                 token = self.factory.new_token()
                 self.leases.grant(job_id, token, owner, now, lock_ttl)
                 tokens.append(token)
-                self.wake_at(now + lock_ttl)
+                self.wake_at(LEASES, now + lock_ttl)
             if held is not None:
                 held.add(job_id)
                 job.holder = held
-            self.store.job_changed(job)
+            self.store.job_activated(job)
             out.append(job)
+        if out:
+            if q.limits is not None:
+                limits.took(q, len(out))
+            if watch_was_empty and watch:
+                self.stalls.watch_queue(q, now)
         return out, tokens
 
     def _discard_expired(self, q: QueueState, job: Job) -> None:
@@ -307,13 +341,35 @@ class Broker:
             job.holder = None
         q = self.queues[job.queue]
         q.n_active -= 1
+        job_id = job.id
+        del q.active[job_id]
+        watch = q.stall_watch
+        if watch:
+            watch.pop(job_id, None)
+        if self._stall_checks:
+            self.stalls.forget(job_id)
+        if self._timeout_deadlines:
+            self.timeouts.forget(job_id)
+        # Every way out of active frees the job's unique key, as in the reference (a retry included).
+        if job.unique_key is not None:
+            dedup.release(self, job)
+        limited = q.limits
+        if limited is not None and limited.concurrency is not None and q.waiters:
+            # A concurrency slot opened.
+            self.wake(q, 1)
         return q
 
     def ack(self, job: Job, result: Any, has_result: bool, remove: bool) -> None:
-        now = now_ms()
         q = self._leave_active(job)
+        self._complete(q, job, result, has_result, remove)
+
+    def _complete(self, q: QueueState, job: Job, result: Any, has_result: bool, remove: bool) -> None:
+        """Complete a job that already left active (or, for a late ACK, its queue)."""
+        now = now_ms()
         self._release_unique_key(job)
         job_id = job.id
+        if self.job_waiters:
+            settle_waiters(self.job_waiters, job_id, True)
         if remove or job.remove_on_complete:
             self._delete(job)
             self._add_proof(job_id)
@@ -325,6 +381,8 @@ class Broker:
             if has_result:
                 self.results[job_id] = result
                 self.store.result_stored(job_id, result)
+            # Inline QueueState.note_completed: this is the ACK hot path.
+            q.completed[job_id] = None
             q.n_completed += 1
             self.completed[job_id] = None
             if len(self.completed) > self.max_completed_jobs:
@@ -342,11 +400,15 @@ class Broker:
             if not job.pending_deps:
                 job.pending_deps = None
                 q = self.queue(job.queue)
-                q.n_waiting_children -= 1
+                q.unpark(job_id)
                 self._enqueue(q, job, now)
                 self.store.job_changed(job)
 
-    def fail(self, job: Job, error: Any, stack: Any, unrecoverable: bool, remove: bool) -> None:
+    def fail(
+        self, job: Job, error: Any, stack: Any, unrecoverable: bool, remove: bool, reason: str | None = None
+    ) -> None:
+        """A failed attempt: retried with backoff, or terminal. ``reason`` overrides the recorded one
+        (a timeout records "timeout")."""
         now = now_ms()
         q = self._leave_active(job)
         attempts = job.attempts + 1
@@ -354,7 +416,8 @@ class Broker:
         if stack is not None:
             job.stacktrace = _cap_stack(stack, job.stack_trace_limit)
         terminal = unrecoverable or attempts >= job.max_attempts
-        reason = "max_attempts_exceeded" if terminal else "explicit_fail"
+        if reason is None:
+            reason = "max_attempts_exceeded" if terminal else "explicit_fail"
         self._record_failure(job, attempts, reason, error, now)
         entry: dict[str, Any] = {"state": states.FAILED_NAME, "timestamp": now}
         if error is not None:
@@ -367,6 +430,8 @@ class Broker:
             self._retry(q, job, attempts, now)
 
     def _retry(self, q: QueueState, job: Job, attempts: int, now: float) -> None:
+        # Back to waiting: the attempt's start time goes, as in the reference (GetJob shows null).
+        job.started_at = math.nan
         job.run_at = now + retry_delay(job.backoff, job.backoff_config, attempts)
         _timeline(job, {"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
         self._enqueue(q, job, now)
@@ -377,7 +442,8 @@ class Broker:
         self.failures.setdefault(job.id, []).append(
             {
                 "attempt": attempt,
-                "startedAt": started,
+                # A job that never ran (a discarded waiting job) reports its creation time.
+                "startedAt": job.created_at if started is None else started,
                 "failedAt": now,
                 "reason": reason,
                 "error": error,
@@ -390,20 +456,13 @@ class Broker:
         if remove or job.remove_on_fail:
             self._delete(job)
             return
-        job.state = states.FAILED
-        entry, evicted = self.dlq.add(job, reason, error, self.failures.pop(job.id, []), now)
-        self.store.job_changed(job)
-        self.store.dlq_changed(job.queue, entry)
-        if evicted is not None:
-            self.store.dlq_removed(job.queue, evicted)
-            dropped = self.jobs.get(evicted)
-            if dropped is not None:
-                self._delete(dropped)
+        dead_letter(self, job, reason, error, now)
 
     # -- leases and connections --------------------------------------------------------------------
 
     def expire_leases(self, now: float) -> None:
-        """Active jobs whose lease ran out go back to their queue (or to the DLQ when out of tries)."""
+        """Active jobs whose lease ran out go back to their queue at once (no backoff), charged an attempt
+        and a stall; to the DLQ when the attempts or the queue's maxStalls run out."""
         for job_id in self.leases.pop_expired(now):
             job = self.jobs.get(job_id)
             if job is None or job.state != states.ACTIVE:
@@ -411,13 +470,25 @@ class Broker:
             q = self._leave_active(job)
             job.attempts += 1
             job.stall_count += 1
-            if job.attempts >= job.max_attempts or job.stall_count >= DEFAULT_MAX_STALLS:
-                reason = "max_attempts_exceeded" if job.attempts >= job.max_attempts else "stalled"
-                self._record_failure(job, job.attempts, reason, "Lock expired", now)
-                self._fail_terminally(job, reason, "Lock expired", now, False)
+            job.last_heartbeat = now
+            stall_cap = max_stalls(q)
+            attempts_out = job.attempts >= job.max_attempts
+            if attempts_out or (stall_cap > 0 and job.stall_count >= stall_cap):
+                reason, error = "stalled", errors.LOCK_EXPIRED
+                if attempts_out:
+                    reason = "max_attempts_exceeded"
+                    error = errors.lock_expired_at_max_attempts(job.max_attempts)
+                job.started_at = math.nan
+                self._fail_terminally(job, reason, error, now, False)
             else:
+                self._record_failure(job, job.attempts, "stalled", errors.LOCK_EXPIRED, now)
+                job.started_at = math.nan
                 self._enqueue(q, job, now)
                 self.store.job_changed(job)
+
+    def _settle_leases(self, now: float) -> float | None:
+        self.expire_leases(now)
+        return self.leases.next_deadline()
 
     def next_lease_deadline(self) -> float | None:
         return self.leases.next_deadline()
@@ -428,6 +499,7 @@ class Broker:
         A job whose lease was renewed is left to lease expiry: its worker may be heartbeating it from
         another connection.
         """
+        self.workers.drop_session(session.key)
         now = now_ms()
         released = 0
         for job_id in list(session.held):
@@ -452,15 +524,21 @@ class Broker:
         self.store.job_removed(job.id)
 
     def _drop_from_memory(self, job: Job) -> None:
-        self.jobs.pop(job.id, None)
-        self.results.pop(job.id, None)
-        self.failures.pop(job.id, None)
+        job_id = job.id
+        self.jobs.pop(job_id, None)
+        self.results.pop(job_id, None)
+        self.failures.pop(job_id, None)
+        self.logs.pop(job_id, None)
+        self.dlq.generations.pop(job_id, None)
+        if self.job_waiters:
+            settle_waiters(self.job_waiters, job_id, False)
 
     def _forget(self, job: Job) -> None:
         """Retire a finished generation whose custom id is being reused."""
+        self.timeouts.retired.forget(job.id)
         if job.state == states.COMPLETED:
             self.completed.pop(job.id, None)
-            self.queue(job.queue).n_completed -= 1
+            self.queue(job.queue).forget_completed(job.id)
         elif job.state == states.FAILED:
             self.dlq.remove(job.queue, job.id)
             self.store.dlq_removed(job.queue, job.id)
@@ -480,18 +558,41 @@ class Broker:
             job_id, _ = self.completed.popitem(last=False)
             job = self.jobs.get(job_id)
             if job is not None:
-                # Only the memory copy goes: a durable store keeps the completed row.
-                self.queue(job.queue).n_completed -= 1
+                # Only the memory copy goes: a durable store keeps the completed row (and its count).
+                q = self.queue(job.queue)
+                if self.store.persistent:
+                    q.completed.pop(job_id, None)
+                else:
+                    q.forget_completed(job_id)
                 self._drop_from_memory(job)
             self._add_proof(job_id)
+
+    def find_job(self, job_id: Any) -> Job | None:
+        """A job by id: in memory, or (a completed job evicted from memory) in the durable store."""
+        if type(job_id) is not str:
+            return None
+        job = self.jobs.get(job_id)
+        if job is None and self.store.persistent:
+            found = self.store.load_job(job_id)
+            if found is not None:
+                job = found[0]
+        return job
+
+    def find_result(self, job_id: Any) -> tuple[bool, Any]:
+        """(stored, value) of a job's result, looking in the durable store for evicted jobs."""
+        if type(job_id) is not str:
+            return False, None
+        if job_id in self.results:
+            return True, self.results[job_id]
+        if self.store.persistent and job_id not in self.jobs:
+            found = self.store.load_job(job_id)
+            if found is not None and found[2]:
+                return True, found[1]
+        return False, None
 
     @property
     def active_count(self) -> int:
         return sum(q.n_active for q in self.queues.values())
-
-
-def _no_wake(when: float) -> None:
-    return None
 
 
 def _cap_stack(stack: Any, limit: Any) -> list[str] | None:

@@ -5,6 +5,7 @@ Job options (PUSH/PUSHB) are validated in the compiled push path, ``bunqueue._co
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from bunqueue import errors
@@ -74,3 +75,126 @@ def string_list(cmd: dict[str, Any], field: str) -> list[str]:
 def lock_ttl(cmd: dict[str, Any]) -> float:
     ttl = finite_option(cmd, "lockTtl")
     return DEFAULT_LOCK_TTL if ttl is None else ttl
+
+
+# A plain decimal string (" 3", "-2.5") counts as its number where the spec says a numeric string does;
+# "1e3", "0x10" and "Infinity" do not, as in the reference.
+_NUMERIC_STRING = re.compile(r"\s*[+-]?\d+(\.\d+)?\s*\Z")
+
+
+def coerce_numeric(value: Any) -> Any:
+    if type(value) is str and _NUMERIC_STRING.match(value):
+        return float(value)
+    return value
+
+
+def number_arg(
+    cmd: dict[str, Any],
+    field: str,
+    default: float | None = None,
+    *,
+    required: bool = False,
+    coerce: bool = False,
+    finite: bool = True,
+    lo: float = -math.inf,
+    hi: float = math.inf,
+) -> float | None:
+    """A numeric command argument within [lo, hi], or ``default`` when absent.
+
+    ``coerce``: a numeric string counts as its number. ``finite=False`` admits the infinities (a cutoff
+    or a cap that means "no limit"); NaN is always refused.
+    """
+    value = cmd.get(field)
+    if value is None:
+        if required:
+            raise CommandError(errors.is_required(field))
+        return default
+    if coerce:
+        value = coerce_numeric(value)
+    if type(value) is bool or not isinstance(value, (int, float)):
+        raise CommandError(errors.must_be_number(field))
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise CommandError(errors.must_be_finite(field))
+    if value < lo:
+        raise CommandError(errors.must_be_at_least(field, lo))
+    if value > hi:
+        raise CommandError(errors.must_be_at_most(field, hi))
+    return float(value)
+
+
+def count_arg(cmd: dict[str, Any], field: str, default: float = math.inf, finite: bool = False) -> float:
+    """A cap on how many items a command touches: whole, and never below 0 (a negative cap is 0, as the
+    reference clamps it). Infinity is no cap unless ``finite``; NaN and non-numbers are refused."""
+    value = number_arg(cmd, field, default, finite=finite)
+    assert value is not None
+    return value if value == math.inf else float(max(0, math.floor(value)))
+
+
+def flag_or(cmd: dict[str, Any], field: str, default: bool) -> bool:
+    """A boolean argument; ``default`` when absent."""
+    value = cmd.get(field)
+    if value is None:
+        return default
+    if value is True or value is False:
+        return value
+    raise CommandError(errors.must_be_boolean(field))
+
+
+def job_id_arg(cmd: dict[str, Any], field: str = "id") -> str:
+    """A job id argument. Any other value names no job: the caller answers as for an unknown id."""
+    value = cmd.get(field)
+    return value if type(value) is str else ""
+
+
+def js_number(text: str) -> float:
+    """``Number(text)`` as JS reads a string: trimmed, empty is 0, hex/octal/binary literals, else NaN."""
+    s = text.strip()
+    if not s:
+        return 0.0
+    if "_" in s:
+        return math.nan
+    lower = s.lower()
+    for prefix, base in (("0x", 16), ("0o", 8), ("0b", 2)):
+        if lower.startswith(prefix):
+            try:
+                return float(int(s[2:], base))
+            except ValueError:
+                return math.nan
+    if s in ("Infinity", "+Infinity"):
+        return math.inf
+    if s == "-Infinity":
+        return -math.inf
+    if lower.lstrip("+-").startswith(("inf", "nan")):
+        return math.nan
+    try:
+        return float(s)
+    except ValueError:
+        return math.nan
+
+
+def js_slice_bounds(start: float, end: float, length: int) -> tuple[int, int]:
+    """``Array.prototype.slice`` bounds: truncated toward zero, negative counts from the end, clamped."""
+
+    def bound(value: float) -> int:
+        if value < 0:
+            return max(0, length + int(max(value, -length - 1.0)))
+        return int(min(value, float(length)))
+
+    return bound(start), bound(end)
+
+
+def js_finite(value: Any) -> float | None:
+    """JS ``toFiniteNumber``: a number or a numeric string (as ``Number`` reads it) if finite, else None.
+
+    For arguments the reference coerces rather than validates: RateLimit/SetConcurrency ``limit``, the
+    SetStallConfig fields, GetQueueLimits ``maxJobs``.
+    """
+    if type(value) is bool or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif type(value) is str:
+        number = js_number(value)
+    else:
+        return None
+    return number if math.isfinite(number) else None

@@ -5,14 +5,22 @@ import asyncio
 import gc
 import logging
 import signal
+import time
+from functools import partial
 from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
-from bunqueue.broker import Broker, Session
+from bunqueue.broker import Broker, Session, states
 from bunqueue.broker.broker import now_ms
+from bunqueue.broker.deadletter import maintain as maintain_dlq
+from bunqueue.broker.deadlines import DLQ
+from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
+from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol, check_token
+from bunqueue.storage import MemoryStore, Store
+from bunqueue.storage.sqlite import SQLiteStore
 
 log = logging.getLogger("bunqueue")
 
@@ -28,47 +36,23 @@ def tune_collector() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-class LeaseTimer:
-    """One loop timer armed for the broker's earliest lease deadline: no periodic scan of active jobs."""
-
-    def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop) -> None:
-        self.broker = broker
-        self.loop = loop
-        self.when: float | None = None
-        self.handle: asyncio.TimerHandle | None = None
-
-    def arm(self, when: float) -> None:
-        if self.when is not None and self.when <= when:
-            return
-        if self.handle is not None:
-            self.handle.cancel()
-        self.when = when
-        self.handle = self.loop.call_later(max(0.0, when - now_ms()) / 1000.0, self.fire)
-
-    def fire(self) -> None:
-        self.handle = None
-        self.when = None
-        self.broker.expire_leases(now_ms())
-        deadline = self.broker.next_lease_deadline()
-        if deadline is not None:
-            self.arm(deadline)
-
-    def cancel(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
-
-
 class BrokerServer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.tokens = settings.tokens
-        self.broker = Broker(max_completed_jobs=settings.max_completed_jobs)
+        self.store: Store = (
+            SQLiteStore(settings.data_path, settings.sqlite_synchronous)
+            if settings.storage == "sqlite" and settings.data_path
+            else MemoryStore()
+        )
+        self.broker = Broker(max_completed_jobs=settings.max_completed_jobs, store=self.store)
+        self.broker.workers.timeout_ms = settings.worker_timeout_ms
         self.connections: set[BrokerProtocol] = set()
         # One packer for every connection: packing is synchronous, so they never interleave.
         self.packer = ReplyPacker()
         self.tcp_server: asyncio.base_events.Server | None = None
-        self.lease_timer: LeaseTimer | None = None
+        # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits).
+        self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
 
     def authenticate(self, token: Any, session: Session) -> dict[str, Any]:
@@ -84,14 +68,34 @@ class BrokerServer:
         # Signals are handled before the port opens: whoever sees the port may stop the server at once.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        self.lease_timer = LeaseTimer(self.broker, loop)
-        self.broker.wake_at = self.lease_timer.arm
+        if isinstance(self.store, SQLiteStore):
+            self.recover(self.store, loop)
+        handlers = self.broker.deadline_handlers()
+        handlers[DLQ] = partial(maintain_dlq, self.broker)
+        self.deadlines = DeadlineScheduler(loop, handlers)
+        self.broker.wake_at = self.deadlines.arm
+        self.broker.dlq.wake_at = partial(self.deadlines.arm, DLQ)
+        due = self.broker.dlq.next_due()
+        if due is not None:
+            self.deadlines.arm(DLQ, due)
         self.tcp_server = await loop.create_server(
             lambda: BrokerProtocol(self),
             self.settings.host,
             self.settings.tcp_port,
             reuse_address=True,
             backlog=1024,
+        )
+
+    def recover(self, store: SQLiteStore, loop: asyncio.AbstractEventLoop) -> None:
+        """Read the data file and put every job back before the port opens."""
+        started = time.perf_counter()
+        snapshot = store.open(states.COMPLETED, self.settings.max_completed_jobs)
+        store.start(loop)
+        counts = restore(self.broker, snapshot)
+        log.info(
+            "recovered %d jobs from %s in %.2f s (%s)",
+            len(snapshot.jobs), store.path, time.perf_counter() - started,
+            ", ".join(f"{n} {name}" for name, n in counts.items() if n),
         )
 
     @property
@@ -122,5 +126,7 @@ class BrokerServer:
                 conn.transport.close()
         if self.tcp_server is not None:
             await self.tcp_server.wait_closed()
-        if self.lease_timer is not None:
-            self.lease_timer.cancel()
+        if self.deadlines is not None:
+            self.deadlines.cancel()
+        if isinstance(self.store, SQLiteStore):
+            await self.store.close()

@@ -8,13 +8,10 @@ import msgpack
 from bunqueue import errors
 
 
-class Undefined:
-    """msgpackr's JS ``undefined`` (fixext 1, type 0). Read as "absent"; never written."""
-
-    __slots__ = ()
-
-
-UNDEFINED = Undefined()
+#: msgpackr's JS ``undefined`` (fixext 1, type 0, ``d4 00 00``). A command field holding it is absent, as
+#: the reference reads it. Inside a value the broker keeps (job data, a result) it stays, and is written
+#: back as the same three bytes, as the reference does: the TS client sends `{by: undefined}` results.
+UNDEFINED = msgpack.ExtType(0, b"\x00")
 
 
 def _ext_hook(code: int, data: bytes) -> Any:

@@ -38,6 +38,9 @@ class BrokerProtocol(asyncio.Protocol):
         self.settings = server.settings
         self.reader = FrameReader(errors.MAX_FRAME_BYTES)
         self.packer: ReplyPacker = server.packer
+        self.store = server.store
+        # Replies held until the commit that makes their change durable: ticket -> replies.
+        self.deferred: dict[asyncio.Future[str | None], list[dict[str, Any]]] = {}
         self.session = Session(authenticated=not server.tokens)
         limit = self.settings.rate_limit_max_requests
         self.limiter = RequestRateLimiter(limit, self.settings.rate_limit_window_ms) if limit > 0 else None
@@ -115,7 +118,11 @@ class BrokerProtocol(asyncio.Protocol):
             return
         if req_id is not None:
             reply["reqId"] = req_id
-        out.append(reply)
+        ticket = self.store.take_ticket()
+        if ticket is None:
+            out.append(reply)
+        else:
+            self.defer(ticket, reply)
 
     def dispatch(self, cmd: dict[str, Any], session: Session) -> Any:
         if self.limiter is not None and not self.limiter.allow():
@@ -157,8 +164,28 @@ class BrokerProtocol(asyncio.Protocol):
             reply = {"ok": False, "error": errors.INTERNAL_ERROR}
         if req_id is not None:
             reply["reqId"] = req_id
-        if not self.closed:
+        ticket = self.store.take_ticket()
+        if ticket is not None:
+            self.defer(ticket, reply)
+        elif not self.closed:
             self.write([reply])
+
+    def defer(self, ticket: asyncio.Future[str | None], reply: dict[str, Any]) -> None:
+        held = self.deferred.get(ticket)
+        if held is None:
+            self.deferred[ticket] = [reply]
+            ticket.add_done_callback(self.committed)
+        else:
+            held.append(reply)
+
+    def committed(self, ticket: asyncio.Future[str | None]) -> None:
+        replies = self.deferred.pop(ticket, [])
+        failure = ticket.result()
+        if failure is not None:
+            # The change is kept and retried, but it is not durable yet: say so rather than acknowledge.
+            replies = [_failed(reply, failure) for reply in replies]
+        if not self.closed:
+            self.write(replies)
 
     def task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
@@ -217,6 +244,13 @@ class BrokerProtocol(asyncio.Protocol):
         if self.transport is not None and self.reader.buffered:
             log.info("closing a connection idle in the middle of a frame")
             self.transport.abort()
+
+
+def _failed(reply: dict[str, Any], error: str) -> dict[str, Any]:
+    failed: dict[str, Any] = {"ok": False, "error": error}
+    if "reqId" in reply:
+        failed["reqId"] = reply["reqId"]
+    return failed
 
 
 def check_token(token: Any, tokens: frozenset[str]) -> bool:

@@ -6,23 +6,40 @@ never waits on a disk: a durable store collects them and commits them in groups.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from bunqueue._core.jobs import Job
 
 
 class Store(Protocol):
-    def job_added(self, job: Job) -> None:
-        """A new job was admitted (its first row)."""
+    # Whether rows outlive the process: a completed job evicted from memory is still on disk.
+    persistent: bool
+    # StorageStatus: {diskFull, error, since}; error is None while writes succeed.
+    status: dict[str, Any]
 
-    def job_changed(self, job: Job) -> None:
-        """Any persistent field of a live or finished job changed: write its current state."""
+    def job_added(self, job: Job) -> None:
+        """A new job was admitted (its first row). Its reply waits for the commit only if durable."""
+
+    def job_changed(self, job: Job, sync: bool = True) -> None:
+        """A persistent field of a job changed: write its current state.
+
+        ``sync=False`` when losing the change in a crash is tolerated (a progress update): the reply need
+        not wait for the commit.
+        """
+
+    def job_activated(self, job: Job) -> None:
+        """A pull made the job active: only its state is recorded, and no reply waits for it (after a
+        crash the job is delivered again, charged one interrupted attempt)."""
 
     def job_removed(self, job_id: str) -> None:
         """The job is gone (removeOnComplete, cancel, clean, eviction of a retired generation)."""
 
     def result_stored(self, job_id: str, result: Any) -> None:
         """An ACK stored a result."""
+
+    def result_removed(self, job_id: str) -> None:
+        """A stored result was dropped while its job stays (RetryCompleted)."""
 
     def dlq_changed(self, queue: str, entry: dict[str, Any]) -> None:
         """A DLQ entry was added or updated (retry counters)."""
@@ -33,22 +50,39 @@ class Store(Protocol):
     def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
         """A queue's persistent controls changed (pause, limits, stall and DLQ config); None = defaults."""
 
+    def queue_removed(self, queue: str) -> None:
+        """Obliterate: every row of the queue goes, including those no longer held in memory."""
+
+    def take_ticket(self) -> asyncio.Future[str | None] | None:
+        """The commit that the reply to the command just handled must wait for, or None."""
+
+    def load_job(self, job_id: str) -> tuple[Job, Any, bool] | None:
+        """A job no longer held in memory: (job, result, has_result), or None."""
+
 
 class MemoryStore:
     """Memory-only mode: nothing to keep, so every notification is a no-op."""
 
     __slots__ = ()
+    persistent = False
+    status: dict[str, Any] = {"diskFull": False, "error": None, "since": None}
 
     def job_added(self, job: Job) -> None:
         pass
 
-    def job_changed(self, job: Job) -> None:
+    def job_changed(self, job: Job, sync: bool = True) -> None:
+        pass
+
+    def job_activated(self, job: Job) -> None:
         pass
 
     def job_removed(self, job_id: str) -> None:
         pass
 
     def result_stored(self, job_id: str, result: Any) -> None:
+        pass
+
+    def result_removed(self, job_id: str) -> None:
         pass
 
     def dlq_changed(self, queue: str, entry: dict[str, Any]) -> None:
@@ -59,3 +93,12 @@ class MemoryStore:
 
     def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
         pass
+
+    def queue_removed(self, queue: str) -> None:
+        pass
+
+    def take_ticket(self) -> None:
+        return None
+
+    def load_job(self, job_id: str) -> None:
+        return None

@@ -93,6 +93,18 @@ def test_js_undefined_values_read_as_absent(raw: RawClient) -> None:
     assert reply["ok"] is True and "reqId" not in reply
 
 
+def test_js_undefined_inside_data_and_results_round_trips(raw: RawClient) -> None:
+    # The TS client sends results such as {n: 1, by: undefined}; the reference keeps and returns them.
+    undefined = msgpack.ExtType(0, b"\x00")
+    pushed = raw.call({"cmd": "PUSH", "queue": "undef-nested", "data": {"a": undefined, "b": [1, undefined]}})
+    assert raw.call({"cmd": "GetJob", "id": pushed["id"]})["job"]["data"] == {
+        "a": "<undefined>", "b": [1, "<undefined>"]}
+    assert raw.call({"cmd": "PULL", "queue": "undef-nested"})["job"]["id"] == pushed["id"]
+    assert raw.call({"cmd": "ACK", "id": pushed["id"], "result": {"n": 1, "by": undefined}})["ok"]
+    raw.send({"cmd": "GetResult", "id": pushed["id"]})
+    assert b"\xa2by\xd4\x00\x00" in raw.raw_frame()
+
+
 def test_replies_of_one_burst_arrive_together(raw: RawClient) -> None:
     raw.send_bytes(b"".join(frame({"cmd": "Ping", "reqId": i}) for i in range(20)))
     assert [raw.recv()["reqId"] for _ in range(20)] == list(range(20))

@@ -76,6 +76,16 @@ def test_remove_and_contains():
     assert timers.pop_due(math.inf) == [f"k{i}" for i in range(48, -1, -1)]
 
 
+def test_keys_lists_every_scheduled_key():
+    timers = TimerHeap()
+    assert timers.keys() == []
+    for i, key in enumerate("abcd"):
+        timers.push(key, float(i))
+    timers.remove("b")
+    timers.pop_due(0.0)
+    assert sorted(timers.keys()) == ["c", "d"]
+
+
 def test_clear_then_reuse():
     timers = TimerHeap()
     for i in range(100):

@@ -11,7 +11,10 @@ Reply = dict[str, Any]
 
 
 def handle_pause(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    broker.queue(options.queue_name(cmd)).paused = True
+    q = broker.queue(options.queue_name(cmd))
+    if not q.paused:
+        q.paused = True
+        broker.store.queue_changed(q.name, q.settings())
     return {"ok": True}
 
 
@@ -19,6 +22,7 @@ def handle_resume(broker: Broker, cmd: dict[str, Any], session: Session) -> Repl
     q = broker.queue(options.queue_name(cmd))
     if q.paused:
         q.paused = False
+        broker.store.queue_changed(q.name, q.settings())
         broker.wake(q, len(q.waiters))
     return {"ok": True}
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
-from bunqueue.broker import options
+from bunqueue.broker import options, outcomes
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.session import Session
@@ -92,8 +92,15 @@ def _pullb_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
 
 
 def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    job = broker.active_job(cmd.get("id"), cmd.get("token"))
-    broker.ack(job, cmd.get("result"), "result" in cmd, cmd.get("removeOnComplete") is True)
+    job_id = cmd.get("id")
+    token = cmd.get("token")
+    remove = cmd.get("removeOnComplete") is True
+    try:
+        job = broker.active_job(job_id, token)
+    except CommandError as refusal:
+        # The attempt may have been finalized (timeout) or requeued (lost lease, stall) meanwhile.
+        return outcomes.late_ack(broker, job_id, token, cmd.get("result"), "result" in cmd, remove, refusal)
+    broker.ack(job, cmd.get("result"), "result" in cmd, remove)
     return {"ok": True}
 
 
@@ -105,26 +112,16 @@ def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
         raise CommandError(errors.ACKB_TOKENS_LENGTH)
     if results is not None and (type(results) is not list or len(results) != len(ids)):
         raise CommandError(errors.ACKB_RESULTS_LENGTH)
-    # Every job and every token is checked before any job is completed: one bad entry changes nothing.
-    jobs: list[Job] = []
-    seen: set[str] = set()
-    active_job = broker.active_job
-    for i, job_id in enumerate(ids):
-        if job_id in seen:
-            raise CommandError(errors.not_processing(job_id))
-        seen.add(job_id)
-        jobs.append(active_job(job_id, tokens[i] if tokens is not None else None))
-    ack = broker.ack
-    for i, job in enumerate(jobs):
-        if results is None:
-            ack(job, None, False, False)
-        else:
-            ack(job, results[i], True, False)
-    return {"ok": True}
+    return outcomes.ack_batch(broker, ids, tokens, results)
 
 
 def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    job = broker.active_job(cmd.get("id"), cmd.get("token"))
+    job_id = cmd.get("id")
+    token = cmd.get("token")
+    try:
+        job = broker.active_job(job_id, token)
+    except CommandError as refusal:
+        return outcomes.late_fail(broker, job_id, token, refusal)
     broker.fail(
         job,
         cmd.get("error"),

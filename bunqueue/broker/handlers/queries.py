@@ -23,8 +23,9 @@ def job_view(broker: Broker, job: Job, now: float) -> dict[str, Any]:
     """The job as GetJob shows it: the wire form plus state, return value and last failure reason."""
     view = job.to_dict()
     view["state"] = job_state(broker, job, now)
-    if job.id in broker.results:
-        view["returnvalue"] = broker.results[job.id]
+    stored, result = broker.find_result(job.id)
+    if stored:
+        view["returnvalue"] = result
     for entry in reversed(job.timeline):
         if entry["state"] == states.FAILED_NAME:
             if "error" in entry:
@@ -34,8 +35,7 @@ def job_view(broker: Broker, job: Job, now: float) -> dict[str, Any]:
 
 
 def _find(broker: Broker, cmd: dict[str, Any]) -> Job | None:
-    job_id = cmd.get("id")
-    return broker.jobs.get(job_id) if type(job_id) is str else None
+    return broker.find_job(cmd.get("id"))
 
 
 def handle_get_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -71,8 +71,9 @@ def handle_get_result(broker: Broker, cmd: dict[str, Any], session: Session) -> 
     job_id = cmd.get("id")
     if job_id is not None:
         reply["id"] = job_id
-    if type(job_id) is str and job_id in broker.results:
-        reply["result"] = broker.results[job_id]
+    stored, result = broker.find_result(job_id)
+    if stored:
+        reply["result"] = result
     return reply
 
 
@@ -105,12 +106,3 @@ def handle_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
     q = broker.queues.get(options.queue_name(cmd))
     return {"ok": True, "count": q.n_queued if q is not None else 0}
 
-
-def handle_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    queue = options.queue_name(cmd)
-    entries = broker.dlq.entries(queue)
-    count = cmd.get("count")
-    if count is not None:
-        limit = options.strict_number(cmd, "count", 0, 0, float("inf"))
-        entries = entries[: int(limit)]
-    return {"ok": True, "jobs": [entry["job"] for entry in entries], "entries": entries}

@@ -24,3 +24,7 @@ def handle_hello(broker: Broker, cmd: dict[str, Any], session: Session) -> dict[
 
 def handle_ping(broker: Broker, cmd: dict[str, Any], session: Session) -> dict[str, Any]:
     return {"ok": True, "data": {"pong": True, "time": now_ms()}}
+
+
+def handle_storage_status(broker: Broker, cmd: dict[str, Any], session: Session) -> dict[str, Any]:
+    return {"ok": True, "data": dict(broker.store.status)}

@@ -1,0 +1,31 @@
+"""The kinds of broker deadline, and how the broker asks for a wake-up.
+
+The broker has no event loop. Each kind of deadline (leases, job timeouts, stall checks, worker
+staleness, rate-limit windows) lives in one heap owned by the broker, and the broker calls
+``Broker.wake_at(kind, when)`` whenever that kind may now be due earlier than anything armed. The server
+keeps one loop timer per kind, armed for its earliest deadline (``bunqueue.server.scheduler``); when it
+fires it calls the kind's handler, which settles what is due and returns the next deadline of that kind.
+Nothing ever scans all jobs on a period.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+LEASES = "leases"
+TIMEOUTS = "timeouts"
+STALLS = "stalls"
+WORKERS = "workers"
+RATE_LIMITS = "rate-limits"
+# DLQ maintenance: automatic retries and expiry (bunqueue.broker.deadletter.maintain).
+DLQ = "dlq"
+
+KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, DLQ)
+
+# Settles what is due at `now` (epoch ms); returns the next deadline of its kind, or None.
+Handler = Callable[[float], "float | None"]
+# Called by the broker: this kind may be due at `when` (epoch ms), possibly earlier than armed.
+Alarm = Callable[[str, float], None]
+
+
+def no_alarm(kind: str, when: float) -> None:
+    """The broker's alarm until a server arms real timers (unit tests drive handlers directly)."""

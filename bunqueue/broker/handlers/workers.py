@@ -1,0 +1,67 @@
+"""RegisterWorker, UnregisterWorker, ListWorkers and Heartbeat (worker liveness, not job heartbeats)."""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.jobs import wire_number
+from bunqueue.broker import options
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
+from bunqueue.broker.workers import ACTIVE
+from bunqueue.errors import CommandError
+
+Reply = dict[str, Any]
+
+
+def _queues(cmd: dict[str, Any]) -> list[str]:
+    queues = cmd.get("queues")
+    if queues is None:
+        return []
+    if type(queues) is not list or any(type(q) is not str for q in queues):
+        raise CommandError(errors.must_be_string_array("queues"))
+    return queues
+
+
+def handle_register_worker(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    name = options.optional_string(cmd, "name")
+    queues = _queues(cmd)
+    concurrency = options.finite_option(cmd, "concurrency")
+    worker_id = options.optional_string(cmd, "workerId") or None
+    hostname = options.optional_string(cmd, "hostname")
+    pid = options.finite_option(cmd, "pid")
+    started_at = options.finite_option(cmd, "startedAt")
+    worker = broker.workers.register(
+        session.key, name, queues, 1 if concurrency is None else concurrency, worker_id, hostname, pid,
+        started_at,
+    )
+    data = worker.fields("workerId")
+    data.update(
+        status=ACTIVE,
+        registeredAt=wire_number(worker.registered_at),
+        lastSeen=worker.last_seen,
+        activeJobs=wire_number(worker.active_jobs),
+        processedJobs=wire_number(worker.processed),
+        failedJobs=wire_number(worker.failed),
+        currentJob=None,
+    )
+    return {"ok": True, "data": data}
+
+
+def handle_unregister_worker(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    if not broker.workers.unregister(cmd.get("workerId")):
+        raise CommandError(errors.WORKER_NOT_FOUND)
+    return {"ok": True, "data": {"removed": True}}
+
+
+def handle_list_workers(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "data": broker.workers.listing()}
+
+
+def handle_heartbeat(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    active_jobs = options.finite_option(cmd, "activeJobs")
+    processed = options.finite_option(cmd, "processed")
+    failed = options.finite_option(cmd, "failed")
+    if not broker.workers.heartbeat(cmd.get("id"), active_jobs, processed, failed):
+        raise CommandError(errors.WORKER_NOT_FOUND)
+    return {"ok": True, "data": {"ok": True}}
