@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        settings.storage
+        _ = settings.storage
     except ValueError as exc:
         parser.error(str(exc))
     configure_logging(settings)

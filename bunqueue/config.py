@@ -57,7 +57,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("rate_limit_max_requests", ("RATE_LIMIT_MAX_REQUESTS",), 10000, int, "requests per window per connection"),
     Option("rate_limit_window_ms", ("RATE_LIMIT_WINDOW_MS",), 60000, int, "rate-limit window (ms)"),
-    Option("tcp_idle_timeout_ms", ("TCP_IDLE_TIMEOUT_MS",), 60000, int, "close a half-received frame after (ms; 0 = off)"),
+    Option(
+        "tcp_idle_timeout_ms", ("TCP_IDLE_TIMEOUT_MS",), 60000, int, "close a half-received frame after (ms; 0 = off)"
+    ),
     Option(
         "tcp_max_write_queue_bytes",
         ("TCP_MAX_WRITE_QUEUE_BYTES",),

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import RawClient, ServerProcess  # noqa: E402
+from harness import RawClient, ServerProcess
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,7 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                out, err = self.proc.communicate()
+                _, err = self.proc.communicate()
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {err.decode()}")
             try:
                 socket.create_connection(self.addr, timeout=0.2).close()

@@ -33,7 +33,6 @@ _QUEUE_NAME = re.compile(r"[a-zA-Z0-9_\-.:]+\Z")
 cdef set _valid_queues = set()
 
 
-
 class _NoData:
     """The payload of a job pushed without ``data`` (JS ``undefined``)."""
 

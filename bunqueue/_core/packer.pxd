@@ -27,6 +27,8 @@ cdef class ReplyPacker:
     cdef int _header(self, Py_ssize_t n, unsigned char fix, unsigned char b16, unsigned char b32) except -1
     cdef int _ext(self, int code, bytes data) except -1
     cdef int _any(self, object value, int depth) except -1
+    # A pre-encoded key of the job map.
+    cdef int _field(self, bytes key) except -1
     cdef int _job(self, Job job, int depth) except -1
     cdef int _nullable(self, double value) except -1
     cdef int _bool(self, bint value) except -1

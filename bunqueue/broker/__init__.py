@@ -4,4 +4,4 @@ from bunqueue.broker.broker import Broker
 from bunqueue.broker.dispatch import HANDLERS
 from bunqueue.broker.session import Session
 
-__all__ = ["Broker", "HANDLERS", "Session", "states"]
+__all__ = ["HANDLERS", "Broker", "Session", "states"]

@@ -12,7 +12,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import finite_option, validate_queue_name
 from bunqueue.errors import CommandError
 
-__all__ = ["finite_option", "queue_name", "strict_number", "optional_string", "flag", "required_string"]
+__all__ = ["finite_option", "flag", "optional_string", "queue_name", "required_string", "strict_number"]
 
 MAX_PULL_TIMEOUT = 60_000
 MAX_PULL_COUNT = 1000

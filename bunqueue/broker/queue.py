@@ -22,26 +22,26 @@ class QueueState:
     """
 
     __slots__ = (
-        "name",
-        "ready",
-        "lanes",
-        "rotation",
-        "delayed",
-        "delayed_by_group",
-        "paused",
-        "n_waiting",
-        "n_prioritized",
-        "n_active",
-        "n_completed",
-        "n_waiting_children",
-        "waiters",
         "active",
         "completed",
-        "waiting_children",
+        "delayed",
+        "delayed_by_group",
         "dlq_config",
+        "lanes",
         "limits",
+        "n_active",
+        "n_completed",
+        "n_prioritized",
+        "n_waiting",
+        "n_waiting_children",
+        "name",
+        "paused",
+        "ready",
+        "rotation",
         "stall_config",
         "stall_watch",
+        "waiters",
+        "waiting_children",
     )
 
     def __init__(self, name: str) -> None:
@@ -147,7 +147,8 @@ class QueueState:
     def promote_due(self, now: float, jobs: dict[str, Job], ready_state: int) -> None:
         """Move every delayed job whose run time has passed to the ready side."""
         delayed = self.delayed
-        if not delayed or delayed.peek_time() > now:
+        due = delayed.peek_time()
+        if due is None or due > now:
             return
         by_group = self.delayed_by_group
         for job_id in delayed.pop_due(now):

@@ -13,7 +13,7 @@ class Session:
     very set (``Job.holder``), so completing a job and closing a connection both cost O(1) per job.
     """
 
-    __slots__ = ("key", "authenticated", "frame_size", "held", "waiting")
+    __slots__ = ("authenticated", "frame_size", "held", "key", "waiting")
 
     def __init__(self, authenticated: bool = True) -> None:
         self.key = next(_ids)

@@ -83,7 +83,7 @@ class PreparedCommand:
     same PULL issued by many consumers), so benchmarks and hot loops prepare them up front.
     """
 
-    __slots__ = ("cmd", "_prefix")
+    __slots__ = ("_prefix", "cmd")
 
     cmd: dict[str, Any]
     _prefix: bytes
@@ -119,16 +119,16 @@ class Connection(asyncio.Protocol):
     """One TCP connection to a bunqueue server. Create it with :func:`connect`."""
 
     __slots__ = (
-        "_loop",
-        "_transport",
-        "_pending",
         "_buf",
+        "_loop",
+        "_lost",
         "_need",
         "_next_id",
         "_packer",
-        "_lost",
-        "events",
+        "_pending",
+        "_transport",
         "closed",
+        "events",
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -310,7 +310,8 @@ class Connection(asyncio.Protocol):
         return f"{_REQ_ID_PREFIX}{self._next_id:x}"
 
     def _encode(self, cmd: Command) -> tuple[Any, bytes]:
-        if type(cmd) is PreparedCommand:
+        rid: Any
+        if isinstance(cmd, PreparedCommand):
             rid = self._new_req_id()
             return rid, cmd.frame(self._packer.pack(rid))
         rid = cmd.get("reqId")

@@ -7,7 +7,6 @@ import msgpack
 
 from bunqueue import errors
 
-
 #: msgpackr's JS ``undefined`` (fixext 1, type 0, ``d4 00 00``). A command field holding it is absent, as
 #: the reference reads it. Inside a value the broker keeps (job data, a result) it stays, and is written
 #: back as the same three bytes, as the reference does: the TS client sends `{by: undefined}` results.
@@ -42,7 +41,7 @@ def decode_command(body: bytes) -> dict[str, Any]:
         raise BadFrame(errors.INVALID_COMMAND_FORMAT) from None
     if type(value) is not dict:
         raise BadFrame(errors.INVALID_COMMAND_FORMAT if value is None else errors.INVALID_COMMAND)
-    for key, item in value.items():
+    for item in value.values():
         if item is UNDEFINED:
             return _drop_undefined(value)
     return value

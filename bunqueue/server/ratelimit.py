@@ -11,7 +11,7 @@ class RequestRateLimiter:
     by how much of it still overlaps the window: O(1) memory, exact for bursts inside one window.
     """
 
-    __slots__ = ("limit", "window", "bucket_start", "current", "previous")
+    __slots__ = ("bucket_start", "current", "limit", "previous", "window")
 
     def __init__(self, limit: int, window_ms: int) -> None:
         self.limit = limit

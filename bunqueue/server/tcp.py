@@ -55,8 +55,8 @@ class BrokerProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, though they have its methods.
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)  # type: ignore[attr-defined]
         self.transport = transport  # type: ignore[assignment]
-        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -15,8 +15,9 @@ from bunqueue._core.jobs import Job
 class Store(Protocol):
     # Whether rows outlive the process: a completed job evicted from memory is still on disk.
     persistent: bool
-    # StorageStatus: {diskFull, error, since}; error is None while writes succeed.
-    status: dict[str, Any]
+    @property
+    def status(self) -> dict[str, Any]:
+        """StorageStatus: {diskFull, error, since}; error is None while writes succeed."""
 
     def job_added(self, job: Job) -> None:
         """A new job was admitted (its first row). Its reply waits for the commit only if durable."""
@@ -65,7 +66,10 @@ class MemoryStore:
 
     __slots__ = ()
     persistent = False
-    status: dict[str, Any] = {"diskFull": False, "error": None, "since": None}
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return {"diskFull": False, "error": None, "since": None}
 
     def job_added(self, job: Job) -> None:
         pass

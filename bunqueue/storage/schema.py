@@ -19,8 +19,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # The record is the job's full state (Job.to_record, MessagePack). `state` may be newer than the
         # record's own: a pull writes only the state column, which recovery trusts. No secondary index:
         # every write would pay for it, and only start-up scans by state.
-        "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, queue TEXT NOT NULL, state INTEGER NOT NULL,"
-        " record BLOB NOT NULL)",
+        (
+            "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, queue TEXT NOT NULL,"
+            " state INTEGER NOT NULL, record BLOB NOT NULL)"
+        ),
         "CREATE TABLE IF NOT EXISTS results (job_id TEXT PRIMARY KEY, result BLOB NOT NULL)",
         "CREATE TABLE IF NOT EXISTS dlq (job_id TEXT PRIMARY KEY, queue TEXT NOT NULL, entry BLOB NOT NULL)",
         "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, settings BLOB NOT NULL)",

@@ -38,8 +38,16 @@ class Batch:
     """Changes not yet handed to the writer. Later changes to the same key replace earlier ones."""
 
     __slots__ = (
-        "jobs", "states", "deleted", "results", "results_deleted", "dlq", "dlq_deleted", "queues",
-        "queues_removed", "ticket",
+        "deleted",
+        "dlq",
+        "dlq_deleted",
+        "jobs",
+        "queues",
+        "queues_removed",
+        "results",
+        "results_deleted",
+        "states",
+        "ticket",
     )
 
     def __init__(self) -> None:

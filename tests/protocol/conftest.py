@@ -4,9 +4,9 @@ import itertools
 from collections.abc import AsyncIterator
 
 import pytest
+from harness import ServerProcess
 
 from bunqueue.client import Connection, connect
-from harness import ServerProcess
 
 _names = itertools.count()
 

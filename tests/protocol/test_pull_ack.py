@@ -4,9 +4,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from harness import ServerProcess
 
 from bunqueue.client import Connection, connect
-from harness import ServerProcess
 
 
 async def push(conn: Connection, queue: str, name: str, **opts: object) -> str:

@@ -6,7 +6,6 @@ import time
 
 import msgpack
 import pytest
-
 from harness import RawClient, ServerProcess
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import ServerProcess  # noqa: E402
+from harness import ServerProcess
 
-from bunqueue.client import connect  # noqa: E402
+from bunqueue.client import connect
 
 QUEUE = "crash"
 # Buffered (non-durable) pushes acknowledged at most this long before a kill may be lost.

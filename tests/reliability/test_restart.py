@@ -6,7 +6,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from harness import RawClient, ServerProcess
 
 
