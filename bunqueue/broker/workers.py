@@ -50,8 +50,8 @@ class Worker:
         self.failed: float = 0
         self.session_key = session_key
 
-    def fields(self, id_key: str) -> dict[str, Any]:
-        """The worker's wire fields: RegisterWorker calls the id ``workerId``, ListWorkers ``id``."""
+    def view(self, id_key: str, status: str) -> dict[str, Any]:
+        """The worker as the wire shows it: RegisterWorker calls the id ``workerId``, ListWorkers ``id``."""
         out: dict[str, Any] = {id_key: self.id}
         if self.name is not None:
             out["name"] = self.name
@@ -60,6 +60,13 @@ class Worker:
             concurrency=wire_number(self.concurrency),
             hostname=self.hostname,
             pid=wire_number(self.pid),
+            status=status,
+            registeredAt=wire_number(self.registered_at),
+            lastSeen=self.last_seen,
+            activeJobs=wire_number(self.active_jobs),
+            processedJobs=wire_number(self.processed),
+            failedJobs=wire_number(self.failed),
+            currentJob=None,
         )
         return out
 
@@ -164,17 +171,8 @@ class WorkerRegistry:
             if status == ACTIVE:
                 active += 1
                 slots += worker.concurrency
-            entry = worker.fields("id")
-            entry.update(
-                status=status,
-                registeredAt=wire_number(worker.registered_at),
-                lastSeen=worker.last_seen,
-                activeJobs=wire_number(worker.active_jobs),
-                processedJobs=wire_number(worker.processed),
-                failedJobs=wire_number(worker.failed),
-                currentJob=None,
-                uptime=wire_number(now - worker.registered_at),
-            )
+            entry = worker.view("id", status)
+            entry["uptime"] = wire_number(now - worker.registered_at)
             workers.append(entry)
         stats = {
             "total": len(self.workers),

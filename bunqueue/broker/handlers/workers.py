@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import errors
-from bunqueue._core.jobs import wire_number
 from bunqueue.broker import options
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
@@ -35,17 +34,7 @@ def handle_register_worker(broker: Broker, cmd: dict[str, Any], session: Session
         session.key, name, queues, 1 if concurrency is None else concurrency, worker_id, hostname, pid,
         started_at,
     )
-    data = worker.fields("workerId")
-    data.update(
-        status=ACTIVE,
-        registeredAt=wire_number(worker.registered_at),
-        lastSeen=worker.last_seen,
-        activeJobs=wire_number(worker.active_jobs),
-        processedJobs=wire_number(worker.processed),
-        failedJobs=wire_number(worker.failed),
-        currentJob=None,
-    )
-    return {"ok": True, "data": data}
+    return {"ok": True, "data": worker.view("workerId", ACTIVE)}
 
 
 def handle_unregister_worker(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
