@@ -6,7 +6,9 @@
 Each workload uses a fresh queue, measures one phase, then verifies outside the measured time that
 every pushed job was pulled exactly once and that nothing is left waiting, active, delayed or
 failed, and finally obliterates its queue. The ``run_*`` coroutines are the reusable API: each
-takes ``(addr, n, *, token=None, ...)`` and returns a flat dict (see :func:`_result`).
+takes ``(addr, n, *, token=None, probe=None, ...)`` and returns a flat dict (see :func:`_result`).
+``probe`` is an optional zero-argument callable read at the start and end of the measured phase
+(e.g. the server's CPU seconds); the difference is reported as ``probe_delta``.
 
 The client is Python too, so the per-job cost on this side is kept small: commands are packed once
 (:func:`bunqueue.client.prepare`), frames are pipelined, replies are consumed by callbacks instead of
@@ -36,6 +38,7 @@ from bunqueue.client import BunqueueError, Connection, PreparedCommand, connect,
 Addr = tuple[str, int]
 Reply = dict[str, Any]
 Command = dict[str, Any] | PreparedCommand
+Probe = Callable[[], float]
 
 DEFAULT_JOBS = 20_000
 DEFAULT_DATA_BYTES = 64
@@ -86,20 +89,24 @@ def _split(n: int, parts: int) -> list[int]:
 class _Timer:
     """Wall time and this process's CPU time of one measured phase."""
 
-    __slots__ = ("seconds", "cpu")
+    __slots__ = ("cpu", "probe_delta", "seconds")
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.cpu = 0.0
+        self.probe_delta: float | None = None
 
 
 @contextlib.contextmanager
-def _measure() -> Iterator[_Timer]:
+def _measure(probe: Probe | None = None) -> Iterator[_Timer]:
     # A collection pass over the growing heap of reply dicts costs milliseconds at a time and
     # would be billed to the server; the measured phases are short, so collect before and after.
     timer = _Timer()
     gc.collect()
     gc.disable()
+    # The probe is read right around the timed span, not around the whole workload, so that the
+    # preloading and verification every workload also does stay out of what it attributes.
+    before = probe() if probe is not None else 0.0
     cpu0, t0 = time.process_time(), time.perf_counter()
     try:
         yield timer
@@ -107,6 +114,9 @@ def _measure() -> Iterator[_Timer]:
         timer.seconds = time.perf_counter() - t0
         timer.cpu = time.process_time() - cpu0
         gc.enable()
+        # After gc.enable(): a probe that raises (its process gone) must not leave collection off.
+        if probe is not None:
+            timer.probe_delta = probe() - before
 
 
 def _result(workload: str, queue: str, jobs: int, ops: int, unit: str, timer: _Timer, **extra: Any) -> dict:
@@ -121,6 +131,7 @@ def _result(workload: str, queue: str, jobs: int, ops: int, unit: str, timer: _T
         "rate": round(rate_base / seconds, 1) if seconds > 0 else math.inf,
         "unit": unit,
         "client_cpu": round(timer.cpu / seconds, 2) if seconds > 0 else 0.0,
+        **({} if timer.probe_delta is None else {"probe_delta": timer.probe_delta}),
         **extra,
     }
 
@@ -280,6 +291,7 @@ async def run_push(
     n: int = DEFAULT_JOBS,
     *,
     token: str | None = None,
+    probe: Probe | None = None,
     connections: int = 4,
     window: int = 50,
     data_bytes: int = DEFAULT_DATA_BYTES,
@@ -294,7 +306,7 @@ async def run_push(
         def on_reply(reply: Reply) -> None:
             ids.append(_ok(reply, "PUSH")["id"])
 
-        with _measure() as timer:
+        with _measure(probe) as timer:
             await asyncio.gather(
                 *(_windowed(c, cmd, share, window, on_reply) for c, share in zip(conns, _split(n, connections)))
             )
@@ -310,6 +322,7 @@ async def run_pushb(
     *,
     batch: int = 100,
     token: str | None = None,
+    probe: Probe | None = None,
     connections: int = 4,
     window: int = 4,
     data_bytes: int = DEFAULT_DATA_BYTES,
@@ -319,7 +332,7 @@ async def run_pushb(
     queue = queue_name(name)
     conns = await _connect_many(addr, connections, token)
     try:
-        with _measure() as timer:
+        with _measure(probe) as timer:
             ids = await _push_batches(conns, queue, n, batch, window, job_data(data_bytes))
         check = await _verify(conns[0], queue, n, ids, None)
     finally:
@@ -337,6 +350,7 @@ async def run_pullb_ackb(
     n: int = DEFAULT_JOBS,
     *,
     token: str | None = None,
+    probe: Probe | None = None,
     connections: int = 4,
     count: int = 100,
     data_bytes: int = DEFAULT_DATA_BYTES,
@@ -366,7 +380,7 @@ async def run_pullb_ackb(
                 round_trips += 1
                 pulled.extend(ids)
 
-        with _measure() as timer:
+        with _measure(probe) as timer:
             await asyncio.gather(*(consume(c) for c in conns))
         check = await _verify(conns[0], queue, n, pushed, pulled)
     finally:
@@ -381,6 +395,7 @@ async def run_worker(
     n: int = DEFAULT_JOBS,
     *,
     token: str | None = None,
+    probe: Probe | None = None,
     connections: int = 5,
     concurrency: int = 50,
     lock_ttl: int = 30_000,
@@ -412,7 +427,7 @@ async def run_worker(
                 _ok(await request({"cmd": "ACK", "id": job_id, "token": reply["token"]}), "ACK")
                 pulled.append(job_id)
 
-        with _measure() as timer:
+        with _measure(probe) as timer:
             await asyncio.gather(*(consume(conns[i % connections]) for i in range(concurrency)))
         check = await _verify(conns[0], queue, n, pushed, pulled)
     finally:
@@ -433,6 +448,7 @@ async def run_latency(
     n: int = DEFAULT_JOBS,
     *,
     token: str | None = None,
+    probe: Probe | None = None,
     warmup: int = 200,
     data_bytes: int = DEFAULT_DATA_BYTES,
 ) -> dict[str, Any]:
@@ -447,7 +463,7 @@ async def run_latency(
             ids.append(_ok(await request(cmd), "PUSH")["id"])
         samples = [0] * n
         clock = time.perf_counter_ns
-        with _measure() as timer:
+        with _measure(probe) as timer:
             for i in range(n):
                 t0 = clock()
                 reply = await request(cmd)

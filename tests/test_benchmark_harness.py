@@ -1,0 +1,41 @@
+"""The side-by-side benchmark harness runs end to end against our server (no Bun, no speed checks)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# The default workload set of benchmarks.load, spelled out so the test needs no import path setup.
+WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "latency"}
+
+
+def test_quick_compare_of_ours_reports_every_workload_verified(tmp_path: Path) -> None:
+    out = tmp_path / "compare.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare", "--quick", "--only", "ours", "--modes", "memory",
+         "--json", "--no-chart", "--out", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=90, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert json.loads(out.read_text())["summary"] == doc["summary"]
+    assert doc["plan"]["servers"] == ["ours"] and doc["plan"]["modes"] == ["memory"]
+    assert doc["machine"]["nproc"] >= 1 and doc["machine"]["cpu_model"]
+
+    rates = {r["workload"]: r for r in doc["summary"] if r["metric"] == "rate"}
+    assert set(rates) == WORKLOADS
+    for name, row in rates.items():
+        ours = row["ours"]
+        assert ours["status"] == "ok" and ours["verified"] is True, (name, ours)
+        assert ours["median"] > 0, name
+        assert row["bun"]["status"] == "not run" and row["ratio"] is None
+
+    (run,) = doc["runs"]
+    assert run["available"] and run["peak_rss_kib"] > 0
+    for row in run["workloads"]:
+        assert row["verified"] and not row["problems"] and row["rate"] > 0, row
+        assert row["server_cpu_s"] >= 0
+    latency = next(r for r in run["workloads"] if r["workload"] == "latency")
+    assert 0 < latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"]
