@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         if opt.flag is None:
             continue
         env = ", ".join(opt.env)
-        default = "memory-only" if opt.default is None else opt.default
+        default = _shown_default(opt.default)
         start.add_argument(
             opt.flag, dest=opt.field, default=None, metavar=opt.field.upper(),
             help=f"{opt.help} (default: {default}; env: {env})",
@@ -66,11 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _shown_default(value: object) -> object:
+    if value is None:
+        return "unset"
+    return "empty" if value == "" else value
+
+
 def _env_table() -> str:
     rows = ["settings read from the environment only:"]
     for opt in OPTIONS:
         if opt.flag is None:
-            rows.append(f"  {opt.env[0]:<28} {opt.help} (default: {opt.default})")
+            default = "" if opt.default is None else f" (default: {_shown_default(opt.default)})"
+            rows.append(f"  {opt.env[0]:<28} {opt.help}{default}")
     return "\n".join(rows)
 
 

@@ -23,7 +23,7 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("host", ("HOST",), "0.0.0.0", str, "bind address", "--host"),
     Option("tcp_port", ("TCP_PORT",), 6789, int, "TCP (MessagePack) port", "--tcp-port"),
-    Option("http_port", ("HTTP_PORT",), 6790, int, "HTTP port (health, metrics, REST)", "--http-port"),
+    Option("http_port", ("HTTP_PORT",), 6790, int, "HTTP port (reserved: no HTTP API yet)", "--http-port"),
     Option(
         "data_path",
         ("BUNQUEUE_DATA_PATH", "BQ_DATA_PATH", "DATA_PATH", "SQLITE_PATH"),
@@ -37,7 +37,7 @@ OPTIONS: tuple[Option, ...] = (
         ("BUNQUEUE_STORAGE_DRIVER",),
         None,
         str,
-        "memory | sqlite (default: sqlite with a data path, else memory)",
+        "memory | sqlite (unset: sqlite with a data path, else memory)",
     ),
     Option(
         "sqlite_synchronous",
