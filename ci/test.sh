@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create a virtual environment, install the project with its test extras (this compiles the Cython core)
-# and run the test suite, including the conformance scenarios when ../shared/conformance is present.
+# and run the test suite, including the conformance scenarios when ../shared/conformance is present and the
+# compatibility tests, which drive the published Python and TypeScript clients (installed below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,17 @@ fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 echo "== installing bunqueue[test] (compiles the extensions)"
 "$VENV/bin/python" -m pip install --quiet -e ".[test]"
+
+echo "== published clients for tests/compat (pip and npm, into git-ignored folders there; reused while pinned)"
+# A client that cannot be installed because its registry is unreachable is reported here and its tests skip
+# with that reason; any other install failure stops the run.
+"$VENV/bin/python" tests/compat/clients.py
+
+echo "== lint (ruff, mypy, cython-lint)"
+"$VENV/bin/python" -m pip install --quiet ruff mypy cython-lint
+"$VENV/bin/ruff" check bunqueue tests benchmarks
+"$VENV/bin/mypy" bunqueue
+"$VENV/bin/cython-lint" bunqueue/_core/*.pyx bunqueue/_core/*.pxd
 
 echo "== tests"
 # The editable install builds the extensions in place, so the tree under test is the one installed.
