@@ -12,7 +12,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large, wire_number
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import dedup, limits, states
+from bunqueue.broker import dedup, events, limits, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.completion import settle_waiters
 from bunqueue.broker.deadlines import LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
@@ -64,6 +64,7 @@ class Broker:
         # Called with (kind, epoch ms) whenever a kind of deadline may come due earlier than anything armed
         # (see broker.deadlines); the server keeps one loop timer per kind.
         self.wake_at: Alarm = no_alarm
+        self.events = events.EventHub()
         self.stalls = StallDetector(self)
         self.timeouts = JobTimeouts(self)
         self.workers = WorkerRegistry(self)
@@ -225,6 +226,8 @@ class Broker:
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
         self.store.job_added(job)
+        if self.events.by_queue:
+            self.events.emit(job.queue, events.PUSHED, job.id)
         return job.id
 
     def _register_dependencies(self, q: QueueState, job: Job) -> None:
@@ -308,6 +311,9 @@ class Broker:
             self.store.job_activated(job)
             out.append(job)
         if out:
+            if self.events.by_queue:
+                for job in out:
+                    self.events.emit(q.name, events.PULLED, job.id)
             if q.limits is not None:
                 limits.took(q, len(out))
             if watch_was_empty and watch:
@@ -387,9 +393,28 @@ class Broker:
             self.completed[job_id] = None
             if len(self.completed) > self.max_completed_jobs:
                 self._evict_completed()
+        if self.events.by_queue:
+            self._emit_completed(job, result, has_result)
         waiting = self.dependents.pop(job_id, None)
         if waiting:
             self._resolve_dependents(job_id, waiting, now)
+
+    def _emit_completed(self, job: Job, result: Any, has_result: bool) -> None:
+        if has_result:
+            self.events.emit(job.queue, events.COMPLETED, job.id, data=result)
+        else:
+            self.events.emit(job.queue, events.COMPLETED, job.id)
+
+    def _emit_failed(self, job: Job, error: Any, terminal: bool) -> None:
+        fields: dict[str, Any] = {}
+        if job.data is not NO_DATA:
+            fields["data"] = job.data
+        if error is not None:
+            fields["error"] = error
+        fields["terminal"] = terminal
+        self.events.emit(job.queue, events.FAILED, job.id, **fields)
+        if not terminal:
+            self.events.emit(job.queue, events.RETRIED, job.id, prev=events.FAILED)
 
     def _resolve_dependents(self, dep_id: str, waiting: set[str], now: float) -> None:
         for job_id in waiting:
@@ -428,6 +453,8 @@ class Broker:
             self._fail_terminally(job, reason, error, now, remove)
         else:
             self._retry(q, job, attempts, now)
+        if self.events.by_queue:
+            self._emit_failed(job, error, terminal)
 
     def _retry(self, q: QueueState, job: Job, attempts: int, now: float) -> None:
         # Back to waiting: the attempt's start time goes, as in the reference (GetJob shows null).
@@ -500,6 +527,7 @@ class Broker:
         another connection.
         """
         self.workers.drop_session(session.key)
+        self.events.unsubscribe(session)
         now = now_ms()
         released = 0
         for job_id in list(session.held):

@@ -12,8 +12,9 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
-from bunqueue.broker import states
+from bunqueue.broker import events, states
 from bunqueue.broker.broker import Broker
+from bunqueue.broker.clock import now_ms
 from bunqueue.broker.deadletter import retry_dead
 from bunqueue.broker.dlq import dead_letter
 from bunqueue.broker.options import js_number
@@ -85,10 +86,14 @@ def take_out(broker: Broker, job: Job) -> bool:
 
 def cancel(broker: Broker, job_id: str) -> None:
     job = broker.jobs.get(job_id)
-    if job is None or not take_out(broker, job):
+    if job is None:
+        raise CommandError(errors.CANNOT_CANCEL)
+    prev = states.state_name(job.state, job.priority, job.run_at, now_ms())
+    if not take_out(broker, job):
         raise CommandError(errors.CANNOT_CANCEL)
     broker._release_unique_key(job)
     broker._delete(job)
+    broker.events.emit(job.queue, events.REMOVED, job.id, prev=prev)
 
 
 def update_data(broker: Broker, job_id: str, data: Any) -> None:
@@ -254,6 +259,11 @@ def update_progress(broker: Broker, job_id: str, progress: Any, message: Any, ha
     job.last_heartbeat = now
     # Losing a progress update in a crash costs nothing worth a wait for the disk.
     broker.store.job_changed(job, False)
+    if broker.events.listening(job.queue):
+        broker.events.emit(
+            job.queue, events.PROGRESS, job.id, progress=value,
+            data={"progress": value, "message": job.progress_message},
+        )
 
 
 def normalize_progress(progress: Any) -> tuple[Any, str | None]:

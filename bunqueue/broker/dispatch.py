@@ -52,6 +52,8 @@ HANDLERS: dict[str, Handler] = {
     "Pause": control.handle_pause,
     "Resume": control.handle_resume,
     "IsPaused": control.handle_is_paused,
+    "SubscribeEvents": control.handle_subscribe_events,
+    "UnsubscribeEvents": control.handle_unsubscribe_events,
     "Drain": queues.handle_drain,
     "Obliterate": queues.handle_obliterate,
     "Clean": queues.handle_clean,

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 _ids = itertools.count(1)
 
@@ -13,7 +15,7 @@ class Session:
     very set (``Job.holder``), so completing a job and closing a connection both cost O(1) per job.
     """
 
-    __slots__ = ("authenticated", "frame_size", "held", "key", "waiting")
+    __slots__ = ("authenticated", "deliver", "frame_size", "held", "key", "subscribed", "waiting")
 
     def __init__(self, authenticated: bool = True) -> None:
         self.key = next(_ids)
@@ -23,3 +25,7 @@ class Session:
         self.held: set[str] = set()
         # Long-poll commands of this client that are waiting now.
         self.waiting = 0
+        # The queue whose events this client subscribed to, and how an event frame reaches it (set by
+        # the server: the broker only calls it).
+        self.subscribed: str | None = None
+        self.deliver: Callable[[dict[str, Any]], None] | None = None

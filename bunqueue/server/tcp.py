@@ -49,6 +49,8 @@ class BrokerProtocol(asyncio.Protocol):
         # Frames that arrived while MAX_IN_FLIGHT commands were waiting: handled in order as slots free.
         self.backlog: deque[bytes] = deque()
         self.partial_timer: asyncio.TimerHandle | None = None
+        # Event frames for this client, written together at the end of the loop turn that made them.
+        self.outbox: list[dict[str, Any]] = []
         self.closed = False
 
     # -- connection lifecycle ----------------------------------------------------------------------
@@ -57,6 +59,7 @@ class BrokerProtocol(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses, though they have its methods.
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)  # type: ignore[attr-defined]
         self.transport = transport  # type: ignore[assignment]
+        self.session.deliver = self.deliver_event
         self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -169,6 +172,18 @@ class BrokerProtocol(asyncio.Protocol):
             self.defer(ticket, reply)
         elif not self.closed:
             self.write([reply])
+
+    def deliver_event(self, frame: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        self.outbox.append(frame)
+        if len(self.outbox) == 1:
+            asyncio.get_running_loop().call_soon(self.flush_events)
+
+    def flush_events(self) -> None:
+        frames, self.outbox = self.outbox, []
+        if frames and not self.closed:
+            self.write(frames)
 
     def defer(self, ticket: asyncio.Future[str | None], reply: dict[str, Any]) -> None:
         held = self.deferred.get(ticket)

@@ -1,0 +1,64 @@
+"""Queue events for SubscribeEvents: who listens to which queue, and the event envelope.
+
+A transition asks ``hub.listening(queue)`` first: with no subscriber on the queue an event costs one dict
+lookup and nothing is built. Delivery is a callable the server sets on each session, so the broker never
+touches a socket.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue.broker.clock import now_ms
+from bunqueue.broker.session import Session
+
+PUSHED = "pushed"
+PULLED = "pulled"
+PROGRESS = "progress"
+COMPLETED = "completed"
+FAILED = "failed"
+RETRIED = "retried"
+REMOVED = "removed"
+STALLED = "stalled"
+PAUSED = "paused"
+RESUMED = "resumed"
+
+
+class EventHub:
+    __slots__ = ("by_queue",)
+
+    def __init__(self) -> None:
+        # Queue name -> subscribed sessions. A session listens to at most one queue.
+        self.by_queue: dict[str, set[Session]] = {}
+
+    def subscribe(self, session: Session, queue: str) -> None:
+        """Listen to ``queue``; a new subscription replaces the session's previous one."""
+        self.unsubscribe(session)
+        self.by_queue.setdefault(queue, set()).add(session)
+        session.subscribed = queue
+
+    def unsubscribe(self, session: Session) -> None:
+        queue = session.subscribed
+        if queue is None:
+            return
+        session.subscribed = None
+        listeners = self.by_queue.get(queue)
+        if listeners is not None:
+            listeners.discard(session)
+            if not listeners:
+                del self.by_queue[queue]
+
+    def listening(self, queue: str) -> bool:
+        return queue in self.by_queue
+
+    def emit(self, queue: str, event_type: str, job_id: str, **fields: Any) -> None:
+        """Send one event to every subscriber of ``queue``. Always carries a string jobId and a numeric
+        timestamp: the TS client drops its connection on an event without them."""
+        listeners = self.by_queue.get(queue)
+        if not listeners:
+            return
+        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now_ms()}
+        event.update(fields)
+        frame = {"type": "event", "event": event}
+        for session in listeners:
+            if session.deliver is not None:
+                session.deliver(frame)
