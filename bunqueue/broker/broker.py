@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from functools import partial
 from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large, wire_number
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import dedup, events, limits, states
+from bunqueue.broker import dedup, events, limits, locks, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.completion import settle_waiters
 from bunqueue.broker.deadlines import LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
@@ -20,7 +21,7 @@ from bunqueue.broker.dlq import DeadLetters, dead_letter
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.retry import retry_delay
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import StallDetector, max_stalls
+from bunqueue.broker.stalls import StallDetector
 from bunqueue.broker.timeouts import JobTimeouts
 from bunqueue.broker.workers import WorkerRegistry
 from bunqueue.errors import CommandError
@@ -76,7 +77,7 @@ class Broker:
     def deadline_handlers(self) -> dict[str, Handler]:
         """What settles each kind of deadline; each returns that kind's next deadline."""
         return {
-            LEASES: self._settle_leases,
+            LEASES: partial(locks.settle_leases, self),
             TIMEOUTS: self.timeouts.expire,
             STALLS: self.stalls.expire,
             WORKERS: self.workers.expire,
@@ -394,27 +395,10 @@ class Broker:
             if len(self.completed) > self.max_completed_jobs:
                 self._evict_completed()
         if self.events.by_queue:
-            self._emit_completed(job, result, has_result)
+            self.events.completed(job, result, has_result)
         waiting = self.dependents.pop(job_id, None)
         if waiting:
             self._resolve_dependents(job_id, waiting, now)
-
-    def _emit_completed(self, job: Job, result: Any, has_result: bool) -> None:
-        if has_result:
-            self.events.emit(job.queue, events.COMPLETED, job.id, data=result)
-        else:
-            self.events.emit(job.queue, events.COMPLETED, job.id)
-
-    def _emit_failed(self, job: Job, error: Any, terminal: bool) -> None:
-        fields: dict[str, Any] = {}
-        if job.data is not NO_DATA:
-            fields["data"] = job.data
-        if error is not None:
-            fields["error"] = error
-        fields["terminal"] = terminal
-        self.events.emit(job.queue, events.FAILED, job.id, **fields)
-        if not terminal:
-            self.events.emit(job.queue, events.RETRIED, job.id, prev=events.FAILED)
 
     def _resolve_dependents(self, dep_id: str, waiting: set[str], now: float) -> None:
         for job_id in waiting:
@@ -454,7 +438,7 @@ class Broker:
         else:
             self._retry(q, job, attempts, now)
         if self.events.by_queue:
-            self._emit_failed(job, error, terminal)
+            self.events.failed(job, error, terminal)
 
     def _retry(self, q: QueueState, job: Job, attempts: int, now: float) -> None:
         # Back to waiting: the attempt's start time goes, as in the reference (GetJob shows null).
@@ -486,39 +470,6 @@ class Broker:
         dead_letter(self, job, reason, error, now)
 
     # -- leases and connections --------------------------------------------------------------------
-
-    def expire_leases(self, now: float) -> None:
-        """Active jobs whose lease ran out go back to their queue at once (no backoff), charged an attempt
-        and a stall; to the DLQ when the attempts or the queue's maxStalls run out."""
-        for job_id in self.leases.pop_expired(now):
-            job = self.jobs.get(job_id)
-            if job is None or job.state != states.ACTIVE:
-                continue
-            q = self._leave_active(job)
-            job.attempts += 1
-            job.stall_count += 1
-            job.last_heartbeat = now
-            stall_cap = max_stalls(q)
-            attempts_out = job.attempts >= job.max_attempts
-            if attempts_out or (stall_cap > 0 and job.stall_count >= stall_cap):
-                reason, error = "stalled", errors.LOCK_EXPIRED
-                if attempts_out:
-                    reason = "max_attempts_exceeded"
-                    error = errors.lock_expired_at_max_attempts(job.max_attempts)
-                job.started_at = math.nan
-                self._fail_terminally(job, reason, error, now, False)
-            else:
-                self._record_failure(job, job.attempts, "stalled", errors.LOCK_EXPIRED, now)
-                job.started_at = math.nan
-                self._enqueue(q, job, now)
-                self.store.job_changed(job)
-
-    def _settle_leases(self, now: float) -> float | None:
-        self.expire_leases(now)
-        return self.leases.next_deadline()
-
-    def next_lease_deadline(self) -> float | None:
-        return self.leases.next_deadline()
 
     def release_session(self, session: Session) -> int:
         """Requeue what a closed client held, without charging an attempt.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.session import Session
 
@@ -62,3 +63,21 @@ class EventHub:
         for session in listeners:
             if session.deliver is not None:
                 session.deliver(frame)
+
+    def completed(self, job: Job, result: Any, has_result: bool) -> None:
+        if has_result:
+            self.emit(job.queue, COMPLETED, job.id, data=result)
+        else:
+            self.emit(job.queue, COMPLETED, job.id)
+
+    def failed(self, job: Job, error: Any, terminal: bool) -> None:
+        """A failed attempt; a retryable one is followed by ``retried``."""
+        fields: dict[str, Any] = {}
+        if job.data is not NO_DATA:
+            fields["data"] = job.data
+        if error is not None:
+            fields["error"] = error
+        fields["terminal"] = terminal
+        self.emit(job.queue, FAILED, job.id, **fields)
+        if not terminal:
+            self.emit(job.queue, RETRIED, job.id, prev=FAILED)
