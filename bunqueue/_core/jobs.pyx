@@ -321,6 +321,16 @@ cdef tuple _name_and_data(dict opts):
     return name, data
 
 
+def flag_option(dict opts, str field):
+    """A boolean option, False when absent (shared with the command handlers)."""
+    return _flag(opts, field)
+
+
+def id_option(dict opts, str field):
+    """An optional id: absent or empty means none (shared with the command handlers)."""
+    return _string(opts, field)
+
+
 def data_too_large(data):
     """Whether the payload is over 10 MB as JSON, the size the reference measures."""
     try:

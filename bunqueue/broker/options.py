@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from bunqueue import errors
-from bunqueue._core.jobs import finite_option, validate_queue_name
+from bunqueue._core.jobs import finite_option, flag_option, id_option, validate_queue_name
 from bunqueue.errors import CommandError
 
 __all__ = ["finite_option", "flag", "optional_string", "queue_name", "required_string", "strict_number"]
@@ -57,12 +57,14 @@ def required_string(cmd: dict[str, Any], field: str) -> str:
 
 
 def flag(cmd: dict[str, Any], field: str) -> bool:
-    value = cmd.get(field)
-    if value is None or value is False:
-        return False
-    if value is True:
-        return True
-    raise CommandError(errors.must_be_boolean(field))
+    result: bool = flag_option(cmd, field)
+    return result
+
+
+def optional_id(cmd: dict[str, Any], field: str) -> str | None:
+    """An optional job id; empty means none, as the reference reads a falsy id."""
+    result: str | None = id_option(cmd, field)
+    return result
 
 
 def string_list(cmd: dict[str, Any], field: str) -> list[str]:

@@ -36,16 +36,6 @@ def _dlq_filter(cmd: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def _optional_id(cmd: dict[str, Any], field: str) -> str | None:
-    """An optional job id; empty means none, as the reference reads a falsy id."""
-    value = cmd.get(field)
-    if value is None or value == "":
-        return None
-    if type(value) is not str:
-        raise CommandError(errors.must_be_string(field))
-    return value
-
-
 def _cap(entries: list[Entry], count: float) -> list[Entry]:
     return entries if count == math.inf else entries[: int(count)]
 
@@ -71,7 +61,7 @@ def handle_get_dlq_stats(broker: Broker, cmd: dict[str, Any], session: Session) 
 
 def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    job_id = _optional_id(cmd, "jobId")
+    job_id = options.optional_id(cmd, "jobId")
     count = options.count_arg(cmd, "count")
     spec = _dlq_filter(cmd)
     if job_id is not None and spec is None:
@@ -97,7 +87,7 @@ def handle_remove_dlq_job(broker: Broker, cmd: dict[str, Any], session: Session)
 
 def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    job_id = _optional_id(cmd, "id")
+    job_id = options.optional_id(cmd, "id")
     limit = options.count_arg(cmd, "count")
     cutoff = options.number_arg(cmd, "timestamp", math.inf, finite=False)
     assert cutoff is not None
