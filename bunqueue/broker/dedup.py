@@ -92,13 +92,10 @@ def _remove_pending(broker: Broker, owner: Job) -> None:
     q = broker.queues[owner.queue]
     if owner.state == states.WAITING_CHILDREN:
         q.unpark(owner.id)
-        for dep in owner.pending_deps or ():
-            waiting = broker.dependents.get(dep)
-            if waiting is not None:
-                waiting.discard(owner.id)
-                if not waiting:
-                    del broker.dependents[dep]
-        owner.pending_deps = None
+        # Imported here: control imports the broker, which imports this module.
+        from bunqueue.broker.control import unregister_dependencies
+
+        unregister_dependencies(broker, owner)
     else:
         q.remove_queued(owner)
     broker._delete(owner)
