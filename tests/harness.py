@@ -8,9 +8,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
+
+if TYPE_CHECKING:
+    from bunqueue.client import Connection
 
 
 def free_port() -> int:
@@ -114,3 +117,10 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
+    """The reply without the reqId the client generated, so whole replies can be compared."""
+    reply = await conn.request(cmd)
+    reply.pop("reqId", None)
+    return reply

@@ -6,19 +6,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from harness import ServerProcess
+from harness import ServerProcess, call
 
 from bunqueue.client import Connection, connect
 
 LOCK_NOT_FOUND = "Lock not found or invalid token"
 NOT_ACTIVE = "Job not found or not active (or invalid token)"
-
-
-async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
-    """The reply without the reqId the client adds."""
-    reply = await conn.request(cmd)
-    reply.pop("reqId", None)
-    return reply
 
 
 async def push(conn: Connection, queue: str, name: str = "j", **opts: Any) -> str:

@@ -4,14 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from harness import call
 
 from bunqueue.client import Connection
-
-
-async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = await conn.request(cmd)
-    reply.pop("reqId", None)
-    return reply
 
 
 async def job(conn: Connection, queue: str) -> str:

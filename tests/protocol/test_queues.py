@@ -6,14 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from harness import call
 
 from bunqueue.client import Connection
-
-
-async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = await conn.request(cmd)
-    reply.pop("reqId", None)
-    return reply
 
 
 async def push(conn: Connection, queue: str, name: str, **opts: Any) -> str:

@@ -5,15 +5,11 @@ import asyncio
 import time
 from typing import Any
 
+from harness import call
+
 from bunqueue.client import Connection
 
 FINALIZED = {"ok": True, "data": {"applied": False, "reason": "already-finalized"}}
-
-
-async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = await conn.request(cmd)
-    reply.pop("reqId", None)
-    return reply
 
 
 async def push(conn: Connection, queue: str, name: str = "j", **opts: Any) -> str:
