@@ -64,6 +64,11 @@ class EventHub:
             if session.deliver is not None:
                 session.deliver(frame)
 
+    def stalled(self, job: Job, to_dlq: bool) -> None:
+        """A lost attempt (stall or expired lease), with what became of the job, as the reference says it."""
+        action = "move_to_dlq" if to_dlq else "retry"
+        self.emit(job.queue, STALLED, job.id, data={"stallCount": job.stall_count, "action": action})
+
     def completed(self, job: Job, result: Any, has_result: bool) -> None:
         if has_result:
             self.emit(job.queue, COMPLETED, job.id, data=result)

@@ -69,7 +69,10 @@ def settle_leases(broker: Broker, now: float) -> float | None:
         job.last_heartbeat = now
         stall_cap = max_stalls(q)
         attempts_out = job.attempts >= job.max_attempts
-        if attempts_out or (stall_cap > 0 and job.stall_count >= stall_cap):
+        to_dlq = attempts_out or (stall_cap > 0 and job.stall_count >= stall_cap)
+        if broker.events.by_queue:
+            broker.events.stalled(job, to_dlq)
+        if to_dlq:
             reason, error = "stalled", errors.LOCK_EXPIRED
             if attempts_out:
                 reason = "max_attempts_exceeded"

@@ -190,6 +190,8 @@ class StallDetector:
         broker._leave_active(job)
         job.stall_count += 1
         job.attempts += 1
+        if broker.events.by_queue:
+            broker.events.stalled(job, to_dlq)
         if to_dlq:
             if attempts_exhausted:
                 reason, error = "max_attempts_exceeded", errors.stalled_at_max_attempts(job.max_attempts)

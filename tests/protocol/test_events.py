@@ -81,3 +81,12 @@ async def test_subscription_validation_and_close(server: ServerProcess, conn: Co
     await listener.close()
     # Events for a closed subscriber go nowhere, and the pusher never notices.
     assert (await conn.request({"cmd": "PUSH", "queue": "closing-q", "name": "x", "data": 1}))["ok"]
+
+
+async def test_an_expired_lease_is_a_stalled_event(conn: Connection, conn2: Connection, queue_name: str) -> None:
+    await conn.request({"cmd": "SubscribeEvents", "queue": queue_name})
+    job_id = (await conn2.request({"cmd": "PUSH", "queue": queue_name, "name": "s", "data": 1}))["id"]
+    await conn2.request({"cmd": "PULL", "queue": queue_name, "owner": "w", "lockTtl": 50})
+    got = await next_events(conn, 3)
+    assert [e["eventType"] for e in got] == ["pushed", "pulled", "stalled"]
+    assert got[2]["jobId"] == job_id and got[2]["data"] == {"stallCount": 1, "action": "retry"}
