@@ -39,3 +39,17 @@ def test_quick_compare_of_ours_reports_every_workload_verified(tmp_path: Path) -
         assert row["server_cpu_s"] >= 0
     latency = next(r for r in run["workloads"] if r["workload"] == "latency")
     assert 0 < latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"]
+
+
+def test_recovery_benchmark_runs_small() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.recovery", "--jobs", "2000"],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "recovered 2000 jobs" in result.stdout, result.stdout
