@@ -25,19 +25,10 @@ def queue_name(cmd: dict[str, Any]) -> str:
 
 
 def strict_number(cmd: dict[str, Any], field: str, default: float, lo: float, hi: float) -> float:
-    """A number sent as a number (not a numeric string), within [lo, hi]."""
-    value = cmd.get(field)
-    if value is None:
-        return default
-    if type(value) is bool or not isinstance(value, (int, float)):
-        raise CommandError(errors.must_be_number(field))
-    if math.isnan(value):
-        raise CommandError(errors.must_be_finite(field))
-    if value < lo:
-        raise CommandError(errors.must_be_at_least(field, lo))
-    if value > hi:
-        raise CommandError(errors.must_be_at_most(field, hi))
-    return float(value)
+    """A number sent as a number (not a numeric string), within [lo, hi]; an infinity meets the bounds."""
+    value = number_arg(cmd, field, default, finite=False, lo=lo, hi=hi)
+    assert value is not None
+    return value
 
 
 def optional_string(cmd: dict[str, Any], field: str) -> str | None:
