@@ -12,6 +12,9 @@ echo "== python: $($PYTHON --version)"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
+# Tools that other tools run by name (cython-lint runs pycodestyle) must come from this venv, not from
+# whatever the machine happens to have installed.
+export PATH="$(cd "$VENV/bin" && pwd):$PATH"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 echo "== installing bunqueue[test] (compiles the extensions)"
 "$VENV/bin/python" -m pip install --quiet -e ".[test]"
