@@ -198,6 +198,37 @@ def lock_expired_at_max_attempts(max_attempts: int) -> str:
     return f"Lock expired at max attempts ({max_attempts})"
 
 
+# Crons and repeating jobs.
+CRON_NOT_FOUND = "Cron job not found"
+CRON_NEEDS_TIMING = "Cron job must have either schedule or repeatEvery"
+CRON_REPEAT_EVERY = "Cron repeatEvery must be a positive safe integer number of milliseconds"
+CRON_FIELD_COUNT = "Cron expression must have 5 fields, or 6 fields with leading seconds"
+CRON_NO_FUTURE = "Cron expression has no future occurrences"
+REPEAT_WITH_JOB_ID = "repeat jobs cannot use JobOptions.jobId; use repeat.jobId instead"
+REPEAT_WITH_RELATIONS = "repeat jobs cannot participate in parent or dependency relationships"
+
+
+def invalid_cron(reason: str) -> str:
+    return f"Invalid cron expression: {reason}"
+
+
+def invalid_repeat_pattern(reason: str) -> str:
+    """A repeat.pattern refused; ``reason`` is the text after ``Invalid cron expression: ``."""
+    return f"Invalid repeat pattern: {reason}"
+
+
+def unknown_timezone(name: str) -> str:
+    return f"unknown time zone '{name}'"
+
+
+def invalid_timezone(name: str) -> str:
+    return f"Invalid timezone: {unknown_timezone(name)}"
+
+
+def repeat_timestamp(field: str) -> str:
+    return f"repeat.{field} must be a finite timestamp"
+
+
 class CommandError(Exception):
     """A command failed with a wire error text; the server answers ``{ok: false, error}``."""
 

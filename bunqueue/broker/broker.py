@@ -13,10 +13,11 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large, wire_number
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import dedup, events, limits, locks, states
+from bunqueue.broker import dedup, events, limits, locks, repeat, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.completion import settle_waiters
-from bunqueue.broker.deadlines import LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
+from bunqueue.broker.crons import CronRegistry
+from bunqueue.broker.deadlines import CRON, LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
 from bunqueue.broker.dlq import DeadLetters, dead_letter
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.retry import retry_delay
@@ -70,6 +71,8 @@ class Broker:
         self.timeouts = JobTimeouts(self)
         self.workers = WorkerRegistry(self)
         self.rate_wakeups = limits.RateLimitWakeups(self)
+        self.crons = CronRegistry(self)
+        self.repeats = repeat.RepeatChain(self)
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
         self._stall_checks = self.stalls.exact
         self._timeout_deadlines = self.timeouts.deadlines
@@ -82,6 +85,7 @@ class Broker:
             STALLS: self.stalls.expire,
             WORKERS: self.workers.expire,
             RATE_LIMITS: self.rate_wakeups.expire,
+            CRON: self.crons.fire_due,
         }
 
     # -- queues ------------------------------------------------------------------------------------
@@ -165,6 +169,8 @@ class Broker:
         job = self.factory.build(opts, queue, now, batch)
         if check_size and job.data is not NO_DATA and data_too_large(job.data):
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
+        if job.repeat is not None:
+            repeat.check(job, opts["repeat"], now)
         return job
 
     def _check_dependencies(self, job: Job, batch_ids: Any) -> None:
@@ -399,6 +405,8 @@ class Broker:
         waiting = self.dependents.pop(job_id, None)
         if waiting:
             self._resolve_dependents(job_id, waiting, now)
+        if job.repeat is not None:
+            self.repeats.completed(job, now)
 
     def _resolve_dependents(self, dep_id: str, waiting: set[str], now: float) -> None:
         for job_id in waiting:

@@ -99,7 +99,11 @@ def cancel(broker: Broker, job_id: str) -> None:
 def update_data(broker: Broker, job_id: str, data: Any) -> None:
     job = broker.jobs.get(job_id)
     if job is None or job.state not in UPDATABLE:
-        raise CommandError(errors.CANNOT_UPDATE)
+        # A finished repeating job hands the update on to its queued successor.
+        successor = broker.repeats.successor(job_id)
+        job = broker.jobs.get(successor) if successor is not None else None
+        if job is None or job.state not in QUEUED:
+            raise CommandError(errors.CANNOT_UPDATE)
     job.data = _keep_flow_metadata(job.data, data)
     broker.store.job_changed(job)
 

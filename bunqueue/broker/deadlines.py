@@ -1,7 +1,7 @@
 """The kinds of broker deadline, and how the broker asks for a wake-up.
 
 The broker has no event loop. Each kind of deadline (leases, job timeouts, stall checks, worker
-staleness, rate-limit windows) lives in one heap owned by the broker, and the broker calls
+staleness, rate-limit windows, cron runs) lives in one heap owned by the broker, and the broker calls
 ``Broker.wake_at(kind, when)`` whenever that kind may now be due earlier than anything armed. The server
 keeps one loop timer per kind, armed for its earliest deadline (``bunqueue.server.scheduler``); when it
 fires it calls the kind's handler, which settles what is due and returns the next deadline of that kind.
@@ -18,8 +18,10 @@ WORKERS = "workers"
 RATE_LIMITS = "rate-limits"
 # DLQ maintenance: automatic retries and expiry (bunqueue.broker.deadletter.maintain).
 DLQ = "dlq"
+# Cron schedules: the earliest next run (bunqueue.broker.crons).
+CRON = "cron"
 
-KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, DLQ)
+KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, DLQ, CRON)
 
 # Settles what is due at `now` (epoch ms); returns the next deadline of its kind, or None.
 Handler = Callable[[float], "float | None"]

@@ -11,6 +11,7 @@ from typing import Any
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.handlers import (
     control,
+    cron,
     dedup,
     dlq,
     jobs,
@@ -97,4 +98,8 @@ HANDLERS: dict[str, Handler] = {
     "UnregisterWorker": workers.handle_unregister_worker,
     "ListWorkers": workers.handle_list_workers,
     "Heartbeat": workers.handle_heartbeat,
+    "Cron": cron.handle_cron,
+    "CronDelete": cron.handle_cron_delete,
+    "CronList": cron.handle_cron_list,
+    "CronGet": cron.handle_cron_get,
 }

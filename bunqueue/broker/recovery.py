@@ -55,6 +55,7 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
     _restore_dlq(broker, snap.dlq, failed)
     if jobs:
         broker.factory.resume_after(max(job.seq for job in jobs))
+    broker.crons.load(snap.crons)
     return counts
 
 

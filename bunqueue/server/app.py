@@ -14,7 +14,7 @@ from bunqueue._core.packer import ReplyPacker
 from bunqueue.broker import Broker, Session, states
 from bunqueue.broker.broker import now_ms
 from bunqueue.broker.deadletter import maintain as maintain_dlq
-from bunqueue.broker.deadlines import DLQ
+from bunqueue.broker.deadlines import CRON, DLQ
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
 from bunqueue.server.scheduler import DeadlineScheduler
@@ -78,6 +78,9 @@ class BrokerServer:
         due = self.broker.dlq.next_due()
         if due is not None:
             self.deadlines.arm(DLQ, due)
+        due = self.broker.crons.next_due()
+        if due is not None:
+            self.deadlines.arm(CRON, due)
         self.tcp_server = await loop.create_server(
             lambda: BrokerProtocol(self),
             self.settings.host,

@@ -54,6 +54,12 @@ class Store(Protocol):
     def queue_removed(self, queue: str) -> None:
         """Obliterate: every row of the queue goes, including those no longer held in memory."""
 
+    def cron_changed(self, name: str, record: dict[str, Any]) -> None:
+        """A cron was created or updated, or fired (its execution count and next run changed)."""
+
+    def cron_removed(self, name: str) -> None:
+        """A cron was deleted (CronDelete, or it reached its limit)."""
+
     def take_ticket(self) -> asyncio.Future[str | None] | None:
         """The commit that the reply to the command just handled must wait for, or None."""
 
@@ -99,6 +105,12 @@ class MemoryStore:
         pass
 
     def queue_removed(self, queue: str) -> None:
+        pass
+
+    def cron_changed(self, name: str, record: dict[str, Any]) -> None:
+        pass
+
+    def cron_removed(self, name: str) -> None:
         pass
 
     def take_ticket(self) -> None:

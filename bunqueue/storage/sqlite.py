@@ -38,6 +38,7 @@ class Batch:
     """Changes not yet handed to the writer. Later changes to the same key replace earlier ones."""
 
     __slots__ = (
+        "crons",
         "deleted",
         "dlq",
         "dlq_deleted",
@@ -62,13 +63,15 @@ class Batch:
         self.dlq: dict[str, tuple[str, dict[str, Any]]] = {}
         self.dlq_deleted: set[str] = set()
         self.queues: dict[str, dict[str, Any] | None] = {}
+        # Cron rows by name; None deletes the row.
+        self.crons: dict[str, dict[str, Any] | None] = {}
         # Resolves with None once committed, or with the error text when the commit failed.
         self.ticket: asyncio.Future[str | None] | None = None
 
     def __bool__(self) -> bool:
         return bool(
             self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
-            or self.dlq_deleted or self.queues or self.queues_removed
+            or self.dlq_deleted or self.queues or self.queues_removed or self.crons
         )
 
     def rows(self) -> tuple[Any, ...]:
@@ -83,7 +86,12 @@ class Batch:
         results_deleted = [(job_id,) for job_id in self.results_deleted]
         dlq_deleted = [(job_id,) for job_id in self.dlq_deleted]
         removed = [(name,) for name in self.queues_removed]
-        return removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues
+        crons = [(name, schema.pack(record)) for name, record in self.crons.items() if record is not None]
+        crons_deleted = [(name,) for name, record in self.crons.items() if record is None]
+        return (
+            removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
+            crons_deleted, crons,
+        )
 
     def merge_under(self, newer: Batch) -> None:
         """Put this failed batch's changes back under ``newer``: what ``newer`` changed since wins."""
@@ -112,6 +120,8 @@ class Batch:
                 newer.dlq_deleted.add(job_id)
         for name, settings in self.queues.items():
             newer.queues.setdefault(name, settings)
+        for name, record in self.crons.items():
+            newer.crons.setdefault(name, record)
 
 
 def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +131,10 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
-    removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues = rows
+    (
+        removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
+        crons_deleted, crons,
+    ) = rows
     conn.execute("BEGIN IMMEDIATE")
     try:
         if removed:
@@ -153,6 +166,15 @@ def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
             conn.executemany("DELETE FROM queues WHERE name = ?", cleared)
         if queues:
             conn.executemany("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)", queues)
+        if crons_deleted:
+            conn.executemany("DELETE FROM crons WHERE name = ?", crons_deleted)
+        if crons:
+            # An upsert keeps the row (and its rowid, the creation order) in place.
+            conn.executemany(
+                "INSERT INTO crons (name, record) VALUES (?, ?)"
+                " ON CONFLICT(name) DO UPDATE SET record = excluded.record",
+                crons,
+            )
         conn.execute("COMMIT")
     except BaseException:
         # SQLite rolls back by itself on some errors (a full disk): roll back only what is still open,
@@ -410,6 +432,14 @@ class SQLiteStore:
 
     def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
         self._changed().queues[queue] = settings
+        self.must_wait = True
+
+    def cron_changed(self, name: str, record: dict[str, Any]) -> None:
+        self._changed().crons[name] = record
+        self.must_wait = True
+
+    def cron_removed(self, name: str) -> None:
+        self._changed().crons[name] = None
         self.must_wait = True
 
     # -- reads -------------------------------------------------------------------------------------
