@@ -127,6 +127,8 @@ class Broker:
         now = now_ms()
         job = self._build(opts, queue, now, False, check_size)
         self._check_dependencies(job, ())
+        if job.repeat is not None:
+            repeat.check(job, opts["repeat"], now)
         if job.group_id is not None:
             self._check_group_caps([job])
         if job.unique_key is not None:
@@ -154,6 +156,11 @@ class Broker:
                     self._check_dependencies(job, batch_ids)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
+            if job.repeat is not None:
+                try:
+                    repeat.check(job, items[i]["repeat"], now)
+                except CommandError as exc:
+                    raise CommandError(errors.batch_item(i, exc.message)) from None
         self._check_group_caps(jobs)
         for i, job in enumerate(jobs):
             if job.unique_key is not None:
@@ -169,8 +176,6 @@ class Broker:
         job = self.factory.build(opts, queue, now, batch)
         if check_size and job.data is not NO_DATA and data_too_large(job.data):
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
-        if job.repeat is not None:
-            repeat.check(job, opts["repeat"], now)
         return job
 
     def _check_dependencies(self, job: Job, batch_ids: Any) -> None:

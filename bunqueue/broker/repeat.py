@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("bunqueue.repeat")
 
 CHAIN_CAP = 10_000
-TIMESTAMP_FIELDS = ("startDate", "endDate", "prevMillis", "offset")
+# Carried by successors; startDate and endDate are checked by the push path with the other numbers.
+TIMESTAMP_FIELDS = ("prevMillis", "offset")
 
 
 def check(job: Job, raw: dict[str, Any], now: float) -> None:
