@@ -208,6 +208,11 @@ REPEAT_WITH_JOB_ID = "repeat jobs cannot use JobOptions.jobId; use repeat.jobId 
 REPEAT_WITH_RELATIONS = "repeat jobs cannot participate in parent or dependency relationships"
 
 
+def job_option(message: str) -> str:
+    """A cron's jobOptions member refused: ``jobOptions.timeout must be at least 0``."""
+    return f"jobOptions.{message}"
+
+
 def invalid_cron(reason: str) -> str:
     return f"Invalid cron expression: {reason}"
 

@@ -53,3 +53,21 @@ def test_recovery_benchmark_runs_small() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "recovered 2000 jobs" in result.stdout, result.stdout
+
+
+def test_cron_benchmark_runs_small() -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cron", "--idle", "200", "--seconds", "1", "--due", "20"],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"idle: 200 crons, server CPU [\d.]+ s over", result.stdout), result.stdout
+    found = re.search(r"lateness: 20 crons due at one second: p50 (-?\d+) ms, p99 (-?\d+) ms", result.stdout)
+    assert found is not None, result.stdout
+    assert 0 <= int(found[1]) <= int(found[2])

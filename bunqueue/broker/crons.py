@@ -15,12 +15,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgpack
+
 from bunqueue import errors
 from bunqueue._core.jobs import JobFactory
 from bunqueue.broker import options
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.deadlines import CRON
-from bunqueue.broker.schedule import Schedule, zone
+from bunqueue.broker.schedule import Schedule, shared, zone
 from bunqueue.errors import CommandError
 
 if TYPE_CHECKING:
@@ -34,6 +36,9 @@ SPAWNED_KEY_PREFIX = "cron:"
 MAX_SAFE_INTEGER = 2**53 - 1
 # The per-job options a cron passes on to every job it spawns.
 JOB_OPTION_KEYS = ("maxAttempts", "backoff", "timeout", "delay", "stallTimeout", "removeOnComplete", "removeOnFail")
+# msgpackr's `undefined`: the codec drops it from the top level of a command; the TS client also sends it
+# inside the objects a cron keeps (`dedup: {ttl: undefined}`), where it means absent too.
+JS_UNDEFINED = msgpack.ExtType(0, b"\x00")
 FLAGS = (
     ("skipMissedOnRestart", True),
     ("skipIfNoWorker", False),
@@ -68,7 +73,7 @@ class Cron:
         self.job_options: dict[str, Any] | None = definition.get("jobOptions")
         self.next_run: float = definition.get("nextRun", 0.0)
         self.executions: int = definition.get("executions", 0)
-        self.timer = Schedule(self.schedule, self.timezone) if self.schedule is not None else None
+        self.timer = shared(self.schedule, self.timezone) if self.schedule is not None else None
         self.generation = 0
 
     def view(self) -> dict[str, Any]:
@@ -211,20 +216,23 @@ def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
 
 def _optional_object(cmd: dict[str, Any], field: str) -> dict[str, Any] | None:
     value = cmd.get(field)
-    if value is not None and type(value) is not dict:
+    if value is None:
+        return None
+    if type(value) is not dict:
         raise CommandError(errors.must_be_object(field))
-    return value
+    return {key: item for key, item in value.items() if item is not None and item != JS_UNDEFINED}
 
 
 def _job_options(cmd: dict[str, Any]) -> dict[str, Any] | None:
     value = _optional_object(cmd, "jobOptions")
     if value is None:
         return None
+    kept = {key: value[key] for key in JOB_OPTION_KEYS if key in value}
     try:
-        JobFactory().build({key: value[key] for key in JOB_OPTION_KEYS if key in value}, "probe", 0.0, False)
+        JobFactory().build(kept, "probe", 0.0, False)
     except CommandError as exc:
-        raise CommandError(f"jobOptions.{exc.message}") from None
-    return {key: value[key] for key in JOB_OPTION_KEYS if value.get(key) is not None}
+        raise CommandError(errors.job_option(exc.message)) from None
+    return kept
 
 
 class CronRegistry:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
-from bunqueue.broker.schedule import Schedule
+from bunqueue.broker.schedule import Schedule, shared
 from bunqueue.errors import CommandError
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def next_run(repeat: dict[str, Any], now: float) -> float | None:
     previous = repeat.get("prevMillis")
     pattern = repeat.get("pattern")
     if pattern is not None:
-        schedule = Schedule(pattern, repeat.get("tz"))
+        schedule = shared(pattern, repeat.get("tz"))
         since = max(now - offset, -math.inf if start is None else start - offset - 1,
                     -math.inf if previous is None else previous - offset)
         base = schedule.next_after(since)

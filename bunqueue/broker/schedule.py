@@ -8,6 +8,7 @@ change does not run that day, and one repeated by a fall-back change runs once.
 """
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -39,10 +40,16 @@ def zone(name: str | None) -> ZoneInfo | None:
         raise CommandError(errors.unknown_timezone(name)) from None
 
 
+@lru_cache(maxsize=4096)
+def shared(expression: str, tz: str | None = None) -> Schedule:
+    """One Schedule per (expression, zone): crons on the same schedule share its parse and its answers."""
+    return Schedule(expression, tz)
+
+
 class Schedule:
     """A parsed cron expression in a time zone; ``next_after`` gives its occurrences."""
 
-    __slots__ = ("expression", "fields", "fixed_hour", "tz")
+    __slots__ = ("expression", "fields", "fixed_hour", "iterator", "last", "tz")
 
     def __init__(self, expression: str, tz: str | None = None) -> None:
         self.expression = expression
@@ -57,24 +64,33 @@ class Schedule:
         # every hour runs in both (they are different hours of real time).
         self.fixed_hour = "*" not in parts[-4]
         try:
-            # Validates every field once, here, so firing never meets a bad expression.
-            croniter(self.fields, datetime(2000, 1, 1, tzinfo=UTC), second_at_beginning=True)
+            # Parses every field once, here: firing never meets a bad expression, and only moves the
+            # iterator (parsing costs more than finding an occurrence).
+            self.iterator = croniter(
+                self.fields, datetime(2000, 1, 1, tzinfo=self.tz or UTC), second_at_beginning=True
+            )
         except (CroniterBadCronError, CroniterError, ValueError, KeyError) as exc:
             raise CommandError(errors.invalid_cron(str(exc) or errors.CRON_FIELD_COUNT)) from None
+        # (second asked about, its answer): crons sharing a schedule fire together and ask the same.
+        self.last: tuple[float, float | None] = (math.nan, None)
 
     def next_after(self, after_ms: float) -> float | None:
         """The first occurrence strictly after ``after_ms`` (epoch ms), or None when there is none."""
-        tz = self.tz if self.tz is not None else UTC
         # Whole seconds: an occurrence falls on a second, and croniter starts from the next one.
-        start = datetime.fromtimestamp(after_ms // 1000, tz)
+        second = after_ms // 1000
+        if self.last[0] == second:
+            return self.last[1]
+        it = self.iterator
         try:
-            it = croniter(self.fields, start, second_at_beginning=True)
+            it.set_current(datetime.fromtimestamp(second, self.tz or UTC), force=True)
             found = it.get_next(datetime)
             if self.fixed_hour and self.tz is not None and _repeated_wall_time(found):
                 found = it.get_next(datetime)
+            following: float | None = _epoch_ms(found)
         except (CroniterBadDateError, CroniterError, OverflowError):
-            return None
-        return _epoch_ms(found)
+            following = None
+        self.last = (second, following)
+        return following
 
     def check_future(self, now_ms: float) -> None:
         if self.next_after(now_ms) is None:
