@@ -16,7 +16,7 @@ from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import dedup, events, limits, locks, repeat, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.completion import settle_waiters
-from bunqueue.broker.crons import CronRegistry
+from bunqueue.broker.crons import CronRegistry, drop_if_spawned
 from bunqueue.broker.deadlines import CRON, LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
 from bunqueue.broker.dlq import DeadLetters, dead_letter
 from bunqueue.broker.queue import QueueState
@@ -502,6 +502,8 @@ class Broker:
                 job.holder = None
                 continue
             q = self._leave_active(job)
+            if drop_if_spawned(self, job):
+                continue
             job.started_at = math.nan
             self._enqueue(q, job, now)
             self.store.job_changed(job)

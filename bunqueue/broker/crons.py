@@ -148,6 +148,16 @@ def is_spawned(job: Any) -> bool:
     return key is not None and key.startswith(SPAWNED_KEY_PREFIX)
 
 
+def drop_if_spawned(broker: Broker, job: Any) -> bool:
+    """Delete a cron-spawned job whose attempt was lost (closed connection, expired lease, stall, restart)
+    instead of requeueing it: the cron pushes a fresh run on schedule, and a reconnecting worker must not
+    get a stale one at once. The caller has taken the job out of active. True when it was dropped."""
+    if not is_spawned(job):
+        return False
+    broker._delete(job)
+    return True
+
+
 def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
     """Validate a Cron request into a definition (the stored form, without nextRun and executions)."""
     name = options.required_string(cmd, "name")

@@ -7,6 +7,7 @@ from typing import Any
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.broker import DEFAULT_MAX_STALLS, Broker, now_ms
+from bunqueue.broker.crons import drop_if_spawned
 from bunqueue.broker.retry import retry_delay
 from bunqueue.storage.schema import Snapshot
 
@@ -25,6 +26,8 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
     for job in jobs:
         q = broker.queue(job.queue)
         if job.state == states.ACTIVE:
+            if drop_if_spawned(broker, job):
+                continue
             _interrupted(broker, job, now)
             counts["active"] += 1
         elif job.state == states.READY or job.state == states.DELAYED:

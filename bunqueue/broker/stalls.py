@@ -25,6 +25,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
+from bunqueue.broker.crons import drop_if_spawned
 from bunqueue.broker.deadlines import STALLS
 from bunqueue.broker.options import js_finite
 
@@ -188,6 +189,8 @@ class StallDetector:
         attempts_exhausted = job.attempts + 1 >= job.max_attempts
         to_dlq = attempts_exhausted or job.stall_count + 1 >= _ms(cfg["maxStalls"])
         broker._leave_active(job)
+        if drop_if_spawned(broker, job):
+            return
         job.stall_count += 1
         job.attempts += 1
         if broker.events.by_queue:

@@ -5,6 +5,7 @@ exact CronList test looks only at its own names.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -58,7 +59,7 @@ def waiting(client: RawClient, queue: str) -> int:
 
 
 def test_create_get_list_update_delete(c: RawClient) -> None:
-    before = time.time() * 1000
+    before = math.floor(time.time() * 1000)
     created = ok(c, {"cmd": "Cron", "name": "crud-a", "queue": "cq-crud", "data": {"x": 1}, "repeatEvery": 60000})
     cron = created["cron"]
     assert before + 60000 <= cron.pop("nextRun") <= time.time() * 1000 + 60000
@@ -251,3 +252,54 @@ def test_legacy_job_name_in_data(c: RawClient) -> None:
     assert cron["jobName"] == "inner"
     ok(c, {"cmd": "CronDelete", "name": "legacy"})
 
+
+
+def spawn_and_pull(c: RawClient, server: ServerProcess, name: str, queue: str, **pull: Any) -> tuple[RawClient, str]:
+    """A cron's first job, pulled by a worker of its own connection."""
+    ok(c, {"cmd": "Cron", "name": name, "queue": queue, "data": {}, "repeatEvery": 3_600_000, "immediately": True})
+    wait_for(c, {"cmd": "GetJobCounts", "queue": queue}, lambda r: r["counts"]["waiting"] == 1)
+    worker = RawClient(server.addr)
+    job = ok(worker, {"cmd": "PULL", "queue": queue, **pull})["job"]
+    assert job["uniqueKey"] == f"cron:{name}"
+    return worker, job["id"]
+
+
+def gone(c: RawClient, queue: str, job_id: str, timeout: float = 5.0) -> None:
+    wait_for(c, {"cmd": "GetJob", "id": job_id}, lambda r: r.get("job") is None, timeout)
+    counts = ok(c, {"cmd": "GetJobCounts", "queue": queue})["counts"]
+    assert counts == {**counts, "waiting": 0, "active": 0, "delayed": 0, "failed": 0}, counts
+
+
+def test_spawned_job_dropped_when_its_worker_disconnects(c: RawClient, cron_server: ServerProcess) -> None:
+    worker, job_id = spawn_and_pull(c, cron_server, "drop-close", "cq-drop-close")
+    worker.close()
+    gone(c, "cq-drop-close", job_id)
+    ok(c, {"cmd": "CronDelete", "name": "drop-close"})
+
+
+def test_spawned_job_dropped_when_its_lease_expires(c: RawClient, cron_server: ServerProcess) -> None:
+    worker, job_id = spawn_and_pull(c, cron_server, "drop-lease", "cq-drop-lease", owner="w", lockTtl=100)
+    gone(c, "cq-drop-lease", job_id)
+    worker.close()
+    ok(c, {"cmd": "CronDelete", "name": "drop-lease"})
+
+
+def test_spawned_job_dropped_when_it_stalls(c: RawClient, cron_server: ServerProcess) -> None:
+    queue = "cq-drop-stall"
+    ok(c, {"cmd": "SetStallConfig", "queue": queue, "config": {"stallInterval": 100, "gracePeriod": 0}})
+    worker, job_id = spawn_and_pull(c, cron_server, "drop-stall", queue, detach=True)
+    # Found stalled after 100 ms, acted on once still stalled one check period (5 s) later.
+    gone(c, queue, job_id, timeout=10.0)
+    worker.close()
+    ok(c, {"cmd": "CronDelete", "name": "drop-stall"})
+
+
+def test_a_job_with_its_own_unique_key_is_requeued(c: RawClient, cron_server: ServerProcess) -> None:
+    ok(c, {"cmd": "Cron", "name": "keep", "queue": "cq-keep", "data": {}, "repeatEvery": 3_600_000,
+           "immediately": True, "uniqueKey": "own-key"})
+    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-keep"}, lambda r: r["counts"]["waiting"] == 1)
+    worker = RawClient(cron_server.addr)
+    job = ok(worker, {"cmd": "PULL", "queue": "cq-keep"})["job"]
+    worker.close()
+    wait_for(c, {"cmd": "GetState", "id": job["id"]}, lambda r: r.get("state") == "waiting")
+    ok(c, {"cmd": "CronDelete", "name": "keep"})

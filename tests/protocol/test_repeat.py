@@ -1,6 +1,7 @@
 """Job-level `repeat` on PUSH and PUSHB: refusals, the successor after each ACK, Update through the chain."""
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -27,7 +28,7 @@ def test_every_successor_after_ack_until_the_limit(raw: RawClient, queue_name: s
     job = ok(raw, {"cmd": "PULL", "queue": queue_name})["job"]
     assert job["id"] == first
     assert job["repeat"] == {"every": 1000, "limit": 2, "count": 0}
-    before = time.time() * 1000
+    before = math.floor(time.time() * 1000)
     assert raw.call({"cmd": "ACK", "id": first}) == {"ok": True}
     done, successor = jobs(raw, queue_name)
     assert done["id"] == first and done["state"] == "completed"

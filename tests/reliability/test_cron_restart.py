@@ -118,3 +118,28 @@ def test_a_version_1_file_is_upgraded(tmp_path: Path) -> None:
     conn = sqlite3.connect(data)
     assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
     conn.close()
+
+
+def test_an_active_spawned_job_is_dropped_by_recovery(tmp_path: Path) -> None:
+    data = tmp_path / "q.db"
+    proc = start(data)
+    try:
+        c = RawClient(proc.addr)
+        ok(c, {"cmd": "Cron", "name": "crash", "queue": "crash-q", "data": {}, "repeatEvery": 3_600_000,
+               "immediately": True})
+        ok(c, {"cmd": "PUSH", "queue": "plain-q", "name": "plain", "data": {}})
+        wait_for(c, {"cmd": "GetJobCounts", "queue": "crash-q"}, lambda r: r["counts"]["waiting"] == 1)
+        spawned = ok(c, {"cmd": "PULL", "queue": "crash-q", "detach": True})["job"]["id"]
+        plain = ok(c, {"cmd": "PULL", "queue": "plain-q", "detach": True})["job"]["id"]
+        # A durable push commits, and with it the pulls before it.
+        ok(c, {"cmd": "PUSH", "queue": "other", "name": "sync", "data": {}, "durable": True})
+        c.close()
+        proc = restart(proc, data, kill=True)
+        c = RawClient(proc.addr)
+        assert c.call({"cmd": "GetJob", "id": spawned}).get("job") is None
+        # An ordinary job is charged the interrupted attempt and runs again.
+        assert ok(c, {"cmd": "GetJob", "id": plain})["job"]["attempts"] == 1
+        assert ok(c, {"cmd": "CronGet", "name": "crash"})["cron"]["executions"] == 1
+        c.close()
+    finally:
+        proc.stop()

@@ -1,6 +1,7 @@
 """Job schedulers (Cron on the wire): upsert, list, get, the jobs they push to a Worker, options, remove."""
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from typing import Any
@@ -14,7 +15,7 @@ tag = uuid.uuid4().hex[:8]
 fast = f"fast-{tag}"
 daily = f"daily-{tag}"
 
-before = time.time() * 1000
+before = math.floor(time.time() * 1000)
 queue.upsert_job_scheduler(
     fast, {"every": 250}, {"name": "tick", "data": {"v": 1}, "opts": {"attempts": 5, "priority": 3}}
 )
