@@ -7,7 +7,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -105,6 +105,22 @@ class RawClient:
     def call(self, obj: Any) -> Any:
         self.send(obj)
         return self.recv()
+
+    def ok(self, obj: Any) -> dict[str, Any]:
+        """The reply to a command that must succeed."""
+        reply = self.call(obj)
+        assert reply["ok"] is True, reply
+        return dict(reply)
+
+    def poll(self, obj: Any, until: Callable[[Any], bool], timeout: float = 5.0) -> dict[str, Any]:
+        """Send ``obj`` until ``until(reply)`` holds, and return that reply; fail after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.call(obj)
+            if until(reply):
+                return dict(reply)
+            assert time.monotonic() < deadline, f"never true within {timeout} s: {reply}"
+            time.sleep(0.02)
 
     def is_closed(self, wait: float = 2.0) -> bool:
         self.sock.settimeout(wait)

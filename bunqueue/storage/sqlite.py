@@ -448,6 +448,11 @@ class SQLiteStore:
         """A job that is no longer in memory (an evicted completed one), read from the file."""
         if self.reader is None:
             return None
+        # A delete not yet committed (one made by recovery, before any reply waited for it) wins over
+        # the row still in the file.
+        for batch in (self.pending, self.in_flight):
+            if batch is not None and job_id in batch.deleted:
+                return None
         return schema.read_job(self.reader, job_id)
 
 

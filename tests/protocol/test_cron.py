@@ -31,27 +31,12 @@ def c(cron_server: ServerProcess) -> Iterator[RawClient]:
     client.close()
 
 
-def ok(client: RawClient, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = client.call(cmd)
-    assert reply["ok"] is True, reply
-    return dict(reply)
-
 
 def refused(client: RawClient, cmd: dict[str, Any]) -> str:
     reply = client.call(cmd)
     assert reply["ok"] is False, reply
     return str(reply["error"])
 
-
-def wait_for(client: RawClient, cmd: dict[str, Any], check: Any, timeout: float = 5.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        reply = client.call(cmd)
-        if check(reply):
-            return dict(reply)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never true: {reply}")
-        time.sleep(0.02)
 
 
 def waiting(client: RawClient, queue: str) -> int:
@@ -60,14 +45,14 @@ def waiting(client: RawClient, queue: str) -> int:
 
 def test_create_get_list_update_delete(c: RawClient) -> None:
     before = math.floor(time.time() * 1000)
-    created = ok(c, {"cmd": "Cron", "name": "crud-a", "queue": "cq-crud", "data": {"x": 1}, "repeatEvery": 60000})
+    created = c.ok({"cmd": "Cron", "name": "crud-a", "queue": "cq-crud", "data": {"x": 1}, "repeatEvery": 60000})
     cron = created["cron"]
     assert before + 60000 <= cron.pop("nextRun") <= time.time() * 1000 + 60000
     assert cron == {
         "name": "crud-a", "jobName": "default", "queue": "cq-crud", "schedule": None, "repeatEvery": 60000,
         "executions": 0, "maxLimit": None, "timezone": None, "priority": 0,
     }
-    five = ok(c, {
+    five = c.ok({
         "cmd": "Cron", "name": "crud-b", "queue": "cq-crud", "data": {"y": 2}, "schedule": "*/5 * * * *",
         "jobName": "tick", "timezone": "Europe/Rome", "priority": 3, "maxLimit": 10,
     })["cron"]
@@ -75,22 +60,22 @@ def test_create_get_list_update_delete(c: RawClient) -> None:
     assert (five["schedule"], five["timezone"], five["priority"], five["maxLimit"], five["jobName"]) == (
         "*/5 * * * *", "Europe/Rome", 3, 10, "tick"
     )
-    assert ok(c, {"cmd": "CronGet", "name": "crud-b"})["cron"] == five
-    listed = [x for x in ok(c, {"cmd": "CronList"})["crons"] if x["name"].startswith("crud-")]
+    assert c.ok({"cmd": "CronGet", "name": "crud-b"})["cron"] == five
+    listed = [x for x in c.ok({"cmd": "CronList"})["crons"] if x["name"].startswith("crud-")]
     assert [x["name"] for x in listed] == ["crud-a", "crud-b"]
-    updated = ok(c, {
+    updated = c.ok({
         "cmd": "Cron", "name": "crud-a", "queue": "cq-crud", "data": {"x": 2}, "repeatEvery": 120000,
         "jobName": "renamed",
     })["cron"]
     assert (updated["repeatEvery"], updated["jobName"], updated["executions"]) == (120000, "renamed", 0)
     # An update keeps the cron's place in the listing.
-    listed = [x["name"] for x in ok(c, {"cmd": "CronList"})["crons"] if x["name"].startswith("crud-")]
+    listed = [x["name"] for x in c.ok({"cmd": "CronList"})["crons"] if x["name"].startswith("crud-")]
     assert listed == ["crud-a", "crud-b"]
     assert c.call({"cmd": "CronDelete", "name": "crud-a"}) == {"ok": True}
     assert refused(c, {"cmd": "CronDelete", "name": "crud-a"}) == "Cron job not found"
     assert refused(c, {"cmd": "CronGet", "name": "crud-a"}) == "Cron job not found"
-    assert [x["name"] for x in ok(c, {"cmd": "CronList"})["crons"] if x["name"].startswith("crud-")] == ["crud-b"]
-    ok(c, {"cmd": "CronDelete", "name": "crud-b"})
+    assert [x["name"] for x in c.ok({"cmd": "CronList"})["crons"] if x["name"].startswith("crud-")] == ["crud-b"]
+    c.ok({"cmd": "CronDelete", "name": "crud-b"})
     assert waiting(c, "cq-crud") == 0
 
 
@@ -141,38 +126,38 @@ def test_name_and_queue_are_required(c: RawClient) -> None:
 
 
 def test_seconds_and_precedence(c: RawClient) -> None:
-    both = ok(c, {"cmd": "Cron", "name": "prec-both", "queue": "cq-prec", "data": {}, "schedule": "0 0 1 1 *",
+    both = c.ok({"cmd": "Cron", "name": "prec-both", "queue": "cq-prec", "data": {}, "schedule": "0 0 1 1 *",
                   "repeatEvery": 1000})["cron"]
     # The schedule wins: the next run is a new year's midnight, not a second from now.
     assert both["nextRun"] > time.time() * 1000 + 86_400_000 and both["repeatEvery"] == 1000
-    secs = ok(c, {"cmd": "Cron", "name": "prec-secs", "queue": "cq-prec", "data": {},
+    secs = c.ok({"cmd": "Cron", "name": "prec-secs", "queue": "cq-prec", "data": {},
                   "schedule": "*/30 * * * * *"})["cron"]
     assert secs["nextRun"] % 30000 == 0
-    assert ok(c, {"cmd": "Cron", "name": "prec-macro", "queue": "cq-prec", "data": {},
+    assert c.ok({"cmd": "Cron", "name": "prec-macro", "queue": "cq-prec", "data": {},
                   "schedule": "@daily"})["cron"]["nextRun"] % 86_400_000 == 0
     for name in ("prec-both", "prec-secs", "prec-macro"):
-        ok(c, {"cmd": "CronDelete", "name": name})
+        c.ok({"cmd": "CronDelete", "name": name})
 
 
 def test_immediately_pushes_at_once_with_the_job_fields(c: RawClient) -> None:
-    ok(c, {"cmd": "Cron", "name": "now", "queue": "cq-now", "data": {"i": 1}, "repeatEvery": 60000,
+    c.ok({"cmd": "Cron", "name": "now", "queue": "cq-now", "data": {"i": 1}, "repeatEvery": 60000,
            "immediately": True, "jobName": "kick", "priority": 2})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-now"}, lambda r: r["counts"]["prioritized"] == 1)
-    job = ok(c, {"cmd": "PULL", "queue": "cq-now"})["job"]
+    c.poll({"cmd": "GetJobCounts", "queue": "cq-now"}, lambda r: r["counts"]["prioritized"] == 1)
+    job = c.ok({"cmd": "PULL", "queue": "cq-now"})["job"]
     assert (job["name"], job["data"], job["priority"], job["uniqueKey"]) == ("kick", {"i": 1}, 2, "cron:now")
-    assert ok(c, {"cmd": "CronGet", "name": "now"})["cron"]["executions"] == 1
-    ok(c, {"cmd": "CronDelete", "name": "now"})
+    assert c.ok({"cmd": "CronGet", "name": "now"})["cron"]["executions"] == 1
+    c.ok({"cmd": "CronDelete", "name": "now"})
 
 
 def test_sub_minute_schedules_fire_every_time(c: RawClient) -> None:
-    ok(c, {"cmd": "Cron", "name": "fast", "queue": "cq-fast", "data": {}, "repeatEvery": 100,
+    c.ok({"cmd": "Cron", "name": "fast", "queue": "cq-fast", "data": {}, "repeatEvery": 100,
            "preventOverlap": False})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-fast"}, lambda r: r["counts"]["waiting"] >= 5)
-    ok(c, {"cmd": "CronDelete", "name": "fast"})
-    ok(c, {"cmd": "Cron", "name": "secs", "queue": "cq-secs", "data": {}, "schedule": "* * * * * *",
+    c.poll({"cmd": "GetJobCounts", "queue": "cq-fast"}, lambda r: r["counts"]["waiting"] >= 5)
+    c.ok({"cmd": "CronDelete", "name": "fast"})
+    c.ok({"cmd": "Cron", "name": "secs", "queue": "cq-secs", "data": {}, "schedule": "* * * * * *",
            "preventOverlap": False})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-secs"}, lambda r: r["counts"]["waiting"] >= 2)
-    ok(c, {"cmd": "CronDelete", "name": "secs"})
+    c.poll({"cmd": "GetJobCounts", "queue": "cq-secs"}, lambda r: r["counts"]["waiting"] >= 2)
+    c.ok({"cmd": "CronDelete", "name": "secs"})
     # Nothing fires after a delete.
     count = waiting(c, "cq-fast")
     time.sleep(0.3)
@@ -180,93 +165,93 @@ def test_sub_minute_schedules_fire_every_time(c: RawClient) -> None:
 
 
 def test_max_limit_stops_the_cron(c: RawClient) -> None:
-    ok(c, {"cmd": "Cron", "name": "limited", "queue": "cq-limit", "data": {}, "repeatEvery": 50, "maxLimit": 3,
+    c.ok({"cmd": "Cron", "name": "limited", "queue": "cq-limit", "data": {}, "repeatEvery": 50, "maxLimit": 3,
            "preventOverlap": False})
-    wait_for(c, {"cmd": "CronList"}, lambda r: all(x["name"] != "limited" for x in r["crons"]))
+    c.poll({"cmd": "CronList"}, lambda r: all(x["name"] != "limited" for x in r["crons"]))
     assert waiting(c, "cq-limit") == 3
 
 
 def test_max_limit_zero_or_less_means_no_limit(c: RawClient) -> None:
     for limit in (0, -3):
-        cron = ok(c, {"cmd": "Cron", "name": "nolimit", "queue": "cq-nl", "data": {}, "repeatEvery": 60000,
+        cron = c.ok({"cmd": "Cron", "name": "nolimit", "queue": "cq-nl", "data": {}, "repeatEvery": 60000,
                       "maxLimit": limit})["cron"]
         assert cron["maxLimit"] is None
-    ok(c, {"cmd": "CronDelete", "name": "nolimit"})
+    c.ok({"cmd": "CronDelete", "name": "nolimit"})
 
 
 def test_prevent_overlap_keeps_one_run_waiting(c: RawClient) -> None:
-    ok(c, {"cmd": "Cron", "name": "overlap", "queue": "cq-ovl", "data": {}, "repeatEvery": 50})
-    wait_for(c, {"cmd": "CronGet", "name": "overlap"}, lambda r: r["cron"]["executions"] >= 4)
-    ok(c, {"cmd": "CronDelete", "name": "overlap"})
+    c.ok({"cmd": "Cron", "name": "overlap", "queue": "cq-ovl", "data": {}, "repeatEvery": 50})
+    c.poll({"cmd": "CronGet", "name": "overlap"}, lambda r: r["cron"]["executions"] >= 4)
+    c.ok({"cmd": "CronDelete", "name": "overlap"})
     assert waiting(c, "cq-ovl") == 1
 
 
 def test_unique_key_and_dedup_pass_to_the_jobs(c: RawClient) -> None:
-    ok(c, {"cmd": "Cron", "name": "keyed", "queue": "cq-key", "data": {}, "repeatEvery": 50, "uniqueKey": "mine",
+    c.ok({"cmd": "Cron", "name": "keyed", "queue": "cq-key", "data": {}, "repeatEvery": 50, "uniqueKey": "mine",
            "dedup": {"ttl": 60000}, "preventOverlap": False})
-    wait_for(c, {"cmd": "CronGet", "name": "keyed"}, lambda r: r["cron"]["executions"] >= 3)
-    ok(c, {"cmd": "CronDelete", "name": "keyed"})
-    job = ok(c, {"cmd": "PULL", "queue": "cq-key"})["job"]
+    c.poll({"cmd": "CronGet", "name": "keyed"}, lambda r: r["cron"]["executions"] >= 3)
+    c.ok({"cmd": "CronDelete", "name": "keyed"})
+    job = c.ok({"cmd": "PULL", "queue": "cq-key"})["job"]
     assert (job["uniqueKey"], job["deduplicationTtl"]) == ("mine", 60000)
     assert waiting(c, "cq-key") == 0
 
 
 def test_job_options_apply_to_every_job(c: RawClient) -> None:
-    ok(c, {"cmd": "Cron", "name": "opts", "queue": "cq-opts", "data": {"d": 1}, "repeatEvery": 60000,
+    c.ok({"cmd": "Cron", "name": "opts", "queue": "cq-opts", "data": {"d": 1}, "repeatEvery": 60000,
            "immediately": True, "jobOptions": {
                "maxAttempts": 5, "backoff": {"type": "fixed", "delay": 250}, "timeout": 9000, "stallTimeout": 8000,
                "removeOnComplete": True, "removeOnFail": True, "delay": 60000,
            }})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-opts"}, lambda r: r["counts"]["delayed"] == 1)
-    job = ok(c, {"cmd": "GetJobs", "queue": "cq-opts"})["jobs"][0]
+    c.poll({"cmd": "GetJobCounts", "queue": "cq-opts"}, lambda r: r["counts"]["delayed"] == 1)
+    job = c.ok({"cmd": "GetJobs", "queue": "cq-opts"})["jobs"][0]
     assert (job["maxAttempts"], job["backoff"], job["backoffConfig"]["type"], job["timeout"], job["stallTimeout"],
             job["removeOnComplete"], job["removeOnFail"]) == (5, 250, "fixed", 9000, 8000, True, True)
     assert job["runAt"] - job["createdAt"] == 60000
-    ok(c, {"cmd": "CronDelete", "name": "opts"})
+    c.ok({"cmd": "CronDelete", "name": "opts"})
 
 
 def test_skip_if_no_worker(c: RawClient, cron_server: ServerProcess) -> None:
-    ok(c, {"cmd": "Cron", "name": "needs-worker", "queue": "cq-w", "data": {}, "repeatEvery": 50,
+    c.ok({"cmd": "Cron", "name": "needs-worker", "queue": "cq-w", "data": {}, "repeatEvery": 50,
            "skipIfNoWorker": True, "preventOverlap": False})
     time.sleep(0.3)
     assert waiting(c, "cq-w") == 0
-    assert ok(c, {"cmd": "CronGet", "name": "needs-worker"})["cron"]["executions"] == 0
+    assert c.ok({"cmd": "CronGet", "name": "needs-worker"})["cron"]["executions"] == 0
     worker = RawClient(cron_server.addr)
-    ok(worker, {"cmd": "RegisterWorker", "name": "w", "queues": ["cq-w"]})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-w"}, lambda r: r["counts"]["waiting"] >= 2)
+    worker.ok({"cmd": "RegisterWorker", "name": "w", "queues": ["cq-w"]})
+    c.poll({"cmd": "GetJobCounts", "queue": "cq-w"}, lambda r: r["counts"]["waiting"] >= 2)
     worker.close()
-    ok(c, {"cmd": "CronDelete", "name": "needs-worker"})
+    c.ok({"cmd": "CronDelete", "name": "needs-worker"})
 
 
 def test_time_zone_next_run(c: RawClient) -> None:
-    cron = ok(c, {"cmd": "Cron", "name": "tokyo", "queue": "cq-tz", "data": {}, "schedule": "0 9 * * *",
+    cron = c.ok({"cmd": "Cron", "name": "tokyo", "queue": "cq-tz", "data": {}, "schedule": "0 9 * * *",
                   "timezone": "Asia/Tokyo"})["cron"]
     # 09:00 in Tokyo (UTC+9, no daylight saving) is 00:00 UTC.
     assert cron["nextRun"] % 86_400_000 == 0 and cron["timezone"] == "Asia/Tokyo"
-    ok(c, {"cmd": "CronDelete", "name": "tokyo"})
+    c.ok({"cmd": "CronDelete", "name": "tokyo"})
 
 
 def test_legacy_job_name_in_data(c: RawClient) -> None:
-    cron = ok(c, {"cmd": "Cron", "name": "legacy", "queue": "cq-leg", "data": {"name": "inner", "v": 1},
+    cron = c.ok({"cmd": "Cron", "name": "legacy", "queue": "cq-leg", "data": {"name": "inner", "v": 1},
                   "repeatEvery": 60000})["cron"]
     assert cron["jobName"] == "inner"
-    ok(c, {"cmd": "CronDelete", "name": "legacy"})
+    c.ok({"cmd": "CronDelete", "name": "legacy"})
 
 
 
 def spawn_and_pull(c: RawClient, server: ServerProcess, name: str, queue: str, **pull: Any) -> tuple[RawClient, str]:
     """A cron's first job, pulled by a worker of its own connection."""
-    ok(c, {"cmd": "Cron", "name": name, "queue": queue, "data": {}, "repeatEvery": 3_600_000, "immediately": True})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": queue}, lambda r: r["counts"]["waiting"] == 1)
+    c.ok({"cmd": "Cron", "name": name, "queue": queue, "data": {}, "repeatEvery": 3_600_000, "immediately": True})
+    c.poll({"cmd": "GetJobCounts", "queue": queue}, lambda r: r["counts"]["waiting"] == 1)
     worker = RawClient(server.addr)
-    job = ok(worker, {"cmd": "PULL", "queue": queue, **pull})["job"]
+    job = worker.ok({"cmd": "PULL", "queue": queue, **pull})["job"]
     assert job["uniqueKey"] == f"cron:{name}"
     return worker, job["id"]
 
 
 def gone(c: RawClient, queue: str, job_id: str, timeout: float = 5.0) -> None:
-    wait_for(c, {"cmd": "GetJob", "id": job_id}, lambda r: r.get("job") is None, timeout)
-    counts = ok(c, {"cmd": "GetJobCounts", "queue": queue})["counts"]
+    c.poll({"cmd": "GetJob", "id": job_id}, lambda r: r.get("job") is None, timeout)
+    counts = c.ok({"cmd": "GetJobCounts", "queue": queue})["counts"]
     assert counts == {**counts, "waiting": 0, "active": 0, "delayed": 0, "failed": 0}, counts
 
 
@@ -274,32 +259,32 @@ def test_spawned_job_dropped_when_its_worker_disconnects(c: RawClient, cron_serv
     worker, job_id = spawn_and_pull(c, cron_server, "drop-close", "cq-drop-close")
     worker.close()
     gone(c, "cq-drop-close", job_id)
-    ok(c, {"cmd": "CronDelete", "name": "drop-close"})
+    c.ok({"cmd": "CronDelete", "name": "drop-close"})
 
 
 def test_spawned_job_dropped_when_its_lease_expires(c: RawClient, cron_server: ServerProcess) -> None:
     worker, job_id = spawn_and_pull(c, cron_server, "drop-lease", "cq-drop-lease", owner="w", lockTtl=100)
     gone(c, "cq-drop-lease", job_id)
     worker.close()
-    ok(c, {"cmd": "CronDelete", "name": "drop-lease"})
+    c.ok({"cmd": "CronDelete", "name": "drop-lease"})
 
 
 def test_spawned_job_dropped_when_it_stalls(c: RawClient, cron_server: ServerProcess) -> None:
     queue = "cq-drop-stall"
-    ok(c, {"cmd": "SetStallConfig", "queue": queue, "config": {"stallInterval": 100, "gracePeriod": 0}})
+    c.ok({"cmd": "SetStallConfig", "queue": queue, "config": {"stallInterval": 100, "gracePeriod": 0}})
     worker, job_id = spawn_and_pull(c, cron_server, "drop-stall", queue, detach=True)
     # Found stalled after 100 ms, acted on once still stalled one check period (5 s) later.
     gone(c, queue, job_id, timeout=10.0)
     worker.close()
-    ok(c, {"cmd": "CronDelete", "name": "drop-stall"})
+    c.ok({"cmd": "CronDelete", "name": "drop-stall"})
 
 
 def test_a_job_with_its_own_unique_key_is_requeued(c: RawClient, cron_server: ServerProcess) -> None:
-    ok(c, {"cmd": "Cron", "name": "keep", "queue": "cq-keep", "data": {}, "repeatEvery": 3_600_000,
+    c.ok({"cmd": "Cron", "name": "keep", "queue": "cq-keep", "data": {}, "repeatEvery": 3_600_000,
            "immediately": True, "uniqueKey": "own-key"})
-    wait_for(c, {"cmd": "GetJobCounts", "queue": "cq-keep"}, lambda r: r["counts"]["waiting"] == 1)
+    c.poll({"cmd": "GetJobCounts", "queue": "cq-keep"}, lambda r: r["counts"]["waiting"] == 1)
     worker = RawClient(cron_server.addr)
-    job = ok(worker, {"cmd": "PULL", "queue": "cq-keep"})["job"]
+    job = worker.ok({"cmd": "PULL", "queue": "cq-keep"})["job"]
     worker.close()
-    wait_for(c, {"cmd": "GetState", "id": job["id"]}, lambda r: r.get("state") == "waiting")
-    ok(c, {"cmd": "CronDelete", "name": "keep"})
+    c.poll({"cmd": "GetState", "id": job["id"]}, lambda r: r.get("state") == "waiting")
+    c.ok({"cmd": "CronDelete", "name": "keep"})

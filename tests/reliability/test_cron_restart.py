@@ -4,27 +4,10 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from harness import RawClient
 from test_restart import restart, start
-
-
-def ok(c: RawClient, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = c.call(cmd)
-    assert reply["ok"] is True, reply
-    return dict(reply)
-
-
-def wait_for(c: RawClient, cmd: dict[str, Any], check: Any, timeout: float = 5.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        reply = c.call(cmd)
-        if check(reply):
-            return dict(reply)
-        assert time.monotonic() < deadline, reply
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
@@ -33,27 +16,27 @@ def test_crons_and_executions_survive(tmp_path: Path, kill: bool) -> None:
     proc = start(data)
     try:
         c = RawClient(proc.addr)
-        ok(c, {"cmd": "Cron", "name": "a-first", "queue": "cr", "data": {"x": 1}, "repeatEvery": 3_600_000,
+        c.ok({"cmd": "Cron", "name": "a-first", "queue": "cr", "data": {"x": 1}, "repeatEvery": 3_600_000,
                "immediately": True, "jobName": "tick", "priority": 2, "maxLimit": 5, "uniqueKey": "u",
                "jobOptions": {"maxAttempts": 7}})
-        ok(c, {"cmd": "Cron", "name": "b-second", "queue": "cr", "data": None, "schedule": "0 9 * * *",
+        c.ok({"cmd": "Cron", "name": "b-second", "queue": "cr", "data": None, "schedule": "0 9 * * *",
                "timezone": "Europe/Rome"})
-        wait_for(c, {"cmd": "CronGet", "name": "a-first"}, lambda r: r["cron"]["executions"] == 1)
+        c.poll({"cmd": "CronGet", "name": "a-first"}, lambda r: r["cron"]["executions"] == 1)
         # The fired run is on disk before its reply: a kill now loses neither the count nor the job.
-        before = ok(c, {"cmd": "CronList"})["crons"]
+        before = c.ok({"cmd": "CronList"})["crons"]
         c.close()
         proc = restart(proc, data, kill=kill)
         c = RawClient(proc.addr)
-        assert ok(c, {"cmd": "CronList"})["crons"] == before
-        job = ok(c, {"cmd": "PULL", "queue": "cr"})["job"]
+        assert c.ok({"cmd": "CronList"})["crons"] == before
+        job = c.ok({"cmd": "PULL", "queue": "cr"})["job"]
         assert (job["name"], job["data"], job["priority"], job["uniqueKey"], job["maxAttempts"]) == (
             "tick", {"x": 1}, 2, "u", 7
         )
-        ok(c, {"cmd": "CronDelete", "name": "a-first"})
+        c.ok({"cmd": "CronDelete", "name": "a-first"})
         c.close()
         proc = restart(proc, data)
         c = RawClient(proc.addr)
-        assert [cron["name"] for cron in ok(c, {"cmd": "CronList"})["crons"]] == ["b-second"]
+        assert [cron["name"] for cron in c.ok({"cmd": "CronList"})["crons"]] == ["b-second"]
         c.close()
     finally:
         proc.stop()
@@ -65,8 +48,8 @@ def test_missed_runs_skipped_or_collapsed(tmp_path: Path) -> None:
     proc = start(data)
     try:
         c = RawClient(proc.addr)
-        skip = ok(c, {"cmd": "Cron", "name": "skip", "queue": "skip-q", "data": {}, "repeatEvery": every})["cron"]
-        collapse = ok(c, {"cmd": "Cron", "name": "collapse", "queue": "collapse-q", "data": {}, "repeatEvery": every,
+        skip = c.ok({"cmd": "Cron", "name": "skip", "queue": "skip-q", "data": {}, "repeatEvery": every})["cron"]
+        collapse = c.ok({"cmd": "Cron", "name": "collapse", "queue": "collapse-q", "data": {}, "repeatEvery": every,
                           "skipMissedOnRestart": False, "preventOverlap": False})["cron"]
         c.close()
         assert proc.stop() == 0
@@ -76,15 +59,15 @@ def test_missed_runs_skipped_or_collapsed(tmp_path: Path) -> None:
         proc = start(data)
         c = RawClient(proc.addr)
         now = time.time() * 1000
-        collapsed = wait_for(c, {"cmd": "CronGet", "name": "collapse"}, lambda r: r["cron"]["executions"] >= 1)
+        collapsed = c.poll({"cmd": "CronGet", "name": "collapse"}, lambda r: r["cron"]["executions"] >= 1)
         assert collapsed["cron"]["executions"] == 1
         # The next run keeps the original phase and lies ahead.
         next_run = collapsed["cron"]["nextRun"]
         assert (next_run - collapse["nextRun"]) % every == 0 and next_run > now - 1000
-        assert ok(c, {"cmd": "GetJobCounts", "queue": "collapse-q"})["counts"]["waiting"] == 1
-        skipped = ok(c, {"cmd": "CronGet", "name": "skip"})["cron"]
+        assert c.ok({"cmd": "GetJobCounts", "queue": "collapse-q"})["counts"]["waiting"] == 1
+        skipped = c.ok({"cmd": "CronGet", "name": "skip"})["cron"]
         assert skipped["executions"] == 0 and skipped["nextRun"] >= now
-        assert ok(c, {"cmd": "GetJobCounts", "queue": "skip-q"})["counts"]["waiting"] == 0
+        assert c.ok({"cmd": "GetJobCounts", "queue": "skip-q"})["counts"]["waiting"] == 0
         c.close()
     finally:
         proc.stop()
@@ -107,11 +90,11 @@ def test_a_version_1_file_is_upgraded(tmp_path: Path) -> None:
     proc = start(data)
     try:
         c = RawClient(proc.addr)
-        ok(c, {"cmd": "Cron", "name": "after-upgrade", "queue": "q", "data": {}, "repeatEvery": 60000})
+        c.ok({"cmd": "Cron", "name": "after-upgrade", "queue": "q", "data": {}, "repeatEvery": 60000})
         c.close()
         proc = restart(proc, data)
         c = RawClient(proc.addr)
-        assert [cron["name"] for cron in ok(c, {"cmd": "CronList"})["crons"]] == ["after-upgrade"]
+        assert [cron["name"] for cron in c.ok({"cmd": "CronList"})["crons"]] == ["after-upgrade"]
         c.close()
     finally:
         proc.stop()
@@ -125,21 +108,22 @@ def test_an_active_spawned_job_is_dropped_by_recovery(tmp_path: Path) -> None:
     proc = start(data)
     try:
         c = RawClient(proc.addr)
-        ok(c, {"cmd": "Cron", "name": "crash", "queue": "crash-q", "data": {}, "repeatEvery": 3_600_000,
+        c.ok({"cmd": "Cron", "name": "crash", "queue": "crash-q", "data": {}, "repeatEvery": 3_600_000,
                "immediately": True})
-        ok(c, {"cmd": "PUSH", "queue": "plain-q", "name": "plain", "data": {}})
-        wait_for(c, {"cmd": "GetJobCounts", "queue": "crash-q"}, lambda r: r["counts"]["waiting"] == 1)
-        spawned = ok(c, {"cmd": "PULL", "queue": "crash-q", "detach": True})["job"]["id"]
-        plain = ok(c, {"cmd": "PULL", "queue": "plain-q", "detach": True})["job"]["id"]
+        c.ok({"cmd": "PUSH", "queue": "plain-q", "name": "plain", "data": {}})
+        c.poll({"cmd": "GetJobCounts", "queue": "crash-q"}, lambda r: r["counts"]["waiting"] == 1)
+        spawned = c.ok({"cmd": "PULL", "queue": "crash-q", "detach": True})["job"]["id"]
+        plain = c.ok({"cmd": "PULL", "queue": "plain-q", "detach": True})["job"]["id"]
         # A durable push commits, and with it the pulls before it.
-        ok(c, {"cmd": "PUSH", "queue": "other", "name": "sync", "data": {}, "durable": True})
+        c.ok({"cmd": "PUSH", "queue": "other", "name": "sync", "data": {}, "durable": True})
         c.close()
         proc = restart(proc, data, kill=True)
         c = RawClient(proc.addr)
-        assert c.call({"cmd": "GetJob", "id": spawned}).get("job") is None
+        found = c.call({"cmd": "GetJob", "id": spawned}).get("job")
+        assert found is None, (found["state"], found["attempts"], found["timeline"])
         # An ordinary job is charged the interrupted attempt and runs again.
-        assert ok(c, {"cmd": "GetJob", "id": plain})["job"]["attempts"] == 1
-        assert ok(c, {"cmd": "CronGet", "name": "crash"})["cron"]["executions"] == 1
+        assert c.ok({"cmd": "GetJob", "id": plain})["job"]["attempts"] == 1
+        assert c.ok({"cmd": "CronGet", "name": "crash"})["cron"]["executions"] == 1
         c.close()
     finally:
         proc.stop()
