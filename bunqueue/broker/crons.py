@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from bunqueue import errors
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobs import NO_DATA, JobFactory
 from bunqueue.broker import options
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.deadlines import CRON
@@ -59,7 +59,8 @@ class Cron:
         self.name: str = definition["name"]
         self.job_name: str = definition["jobName"]
         self.queue: str = definition["queue"]
-        self.data: Any = definition.get("data")
+        # NO_DATA: the Cron request had no data, and neither have its jobs (as a PUSH without data).
+        self.data: Any = definition.get("data", NO_DATA)
         self.schedule: str | None = definition.get("schedule")
         self.repeat_every: int | None = definition.get("repeatEvery")
         self.priority: float = definition.get("priority", 0)
@@ -94,8 +95,9 @@ class Cron:
     def record(self) -> dict[str, Any]:
         """Everything needed to rebuild the cron after a restart (its stored row)."""
         out = self.view()
+        if self.data is not NO_DATA:
+            out["data"] = self.data
         out.update(
-            data=self.data,
             uniqueKey=self.unique_key,
             dedup=self.dedup,
             skipMissedOnRestart=self.skip_missed_on_restart,
@@ -130,7 +132,9 @@ class Cron:
         unique_key = self.unique_key
         if unique_key is None and self.prevent_overlap:
             unique_key = SPAWNED_KEY_PREFIX + self.name
-        opts: dict[str, Any] = {"name": self.job_name, "data": self.data, "priority": self.priority}
+        opts: dict[str, Any] = {"name": self.job_name, "priority": self.priority}
+        if self.data is not NO_DATA:
+            opts["data"] = self.data
         if unique_key is not None:
             opts["uniqueKey"] = unique_key
         if self.dedup is not None:
@@ -212,15 +216,14 @@ def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
         definition[field] = default if cmd.get(field) is None else options.flag(cmd, field)
     # The spawned job's name and data follow PUSH's rules (a legacy `data.name` envelope included), and
     # every option it will carry is checked now, so firing never meets a job it cannot push.
-    probe = Cron({**definition, "jobName": "", "data": cmd.get("data")}).job_options_for_push()
+    probe = Cron({**definition, "jobName": "", "data": cmd.get("data", NO_DATA)}).job_options_for_push()
     del probe["name"]
     if cmd.get("jobName") is not None:
         probe["name"] = cmd["jobName"]
-    if "data" not in cmd:
-        del probe["data"]
     job = JobFactory().build(probe, queue, now, False)
     definition["jobName"] = job.name
-    definition["data"] = job.data
+    if job.data is not NO_DATA:
+        definition["data"] = job.data
     return definition
 
 

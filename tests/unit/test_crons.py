@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from bunqueue._core.jobs import NO_DATA
 from bunqueue.broker import Broker
 from bunqueue.broker.crons import CronRegistry
 from bunqueue.errors import CommandError
@@ -64,6 +65,16 @@ def test_interval_cron_first_run_and_the_alarm() -> None:
     (job,) = jobs_in(broker, "q")
     assert (job.name, job.data, job.unique_key) == ("default", {"a": 1}, "cron:c")
     assert cron.executions == 1
+
+
+def test_a_cron_without_data_spawns_jobs_without_data() -> None:
+    broker, clock, _ = make()
+    cron = broker.crons.upsert({"name": "c", "queue": "q", "repeatEvery": 1000})
+    assert "data" not in cron.record()
+    broker.crons.fire_due(T0 + 1000)
+    (job,) = jobs_in(broker, "q")
+    assert job.data is NO_DATA
+    assert broker.crons.upsert({"name": "d", "queue": "q", "data": None, "repeatEvery": 1000}).record()["data"] is None
 
 
 def test_sub_minute_intervals_fire_every_time() -> None:
