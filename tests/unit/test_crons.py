@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bunqueue._core.jobs import NO_DATA
 from bunqueue.broker import Broker
@@ -241,3 +243,35 @@ def test_refusals(cmd: dict[str, Any], message: str | None) -> None:
     else:
         assert "queue" in info.value.message.lower()
     assert broker.crons.listing() == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(
+    st.sampled_from(["upsert", "remove", "fire"]),
+    st.integers(0, 7),
+    st.integers(1, 5000),
+), max_size=60))
+def test_the_heap_fires_exactly_what_a_scan_would(ops: list[tuple[str, int, int]]) -> None:
+    """Against a model that scans every cron: the same runs fire, in any mix of upserts, deletes and ticks."""
+    broker, clock, _ = make()
+    model: dict[str, list[float]] = {}  # name -> [next_run, every, executions]
+    for op, n, value in ops:
+        name = f"c{n}"
+        if op == "upsert":
+            broker.crons.upsert({"name": name, "queue": "q", "data": 1, "repeatEvery": value, "preventOverlap": False})
+            runs = model[name][2] if name in model else 0
+            model[name] = [clock.now + value, value, runs]
+        elif op == "remove":
+            assert broker.crons.remove(name) == (name in model)
+            model.pop(name, None)
+        else:
+            clock.now += value
+            for entry in model.values():
+                if entry[0] <= clock.now:
+                    entry[2] += 1
+                    missed = (clock.now - entry[0]) // entry[1] + 1
+                    entry[0] += missed * entry[1]
+            following = broker.crons.fire_due(clock.now)
+            assert following == (min(e[0] for e in model.values()) if model else None)
+        assert {c.name: [c.next_run, c.repeat_every, c.executions] for c in broker.crons.crons.values()} == model
+        assert len(broker.crons.heap) <= 2 * len(model) + 64
