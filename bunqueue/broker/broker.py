@@ -16,7 +16,7 @@ from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import dedup, events, limits, locks, repeat, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.completion import settle_waiters
-from bunqueue.broker.crons import CronRegistry, drop_if_spawned
+from bunqueue.broker.crons import CronRegistry, is_spawned
 from bunqueue.broker.deadlines import CRON, LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
 from bunqueue.broker.dlq import DeadLetters, dead_letter
 from bunqueue.broker.queue import QueueState
@@ -71,8 +71,11 @@ class Broker:
         self.timeouts = JobTimeouts(self)
         self.workers = WorkerRegistry(self)
         self.rate_wakeups = limits.RateLimitWakeups(self)
-        self.crons = CronRegistry(self)
-        self.repeats = repeat.RepeatChain(self)
+        # The server replaces wake_at after start-up: the registry asks for it at each alarm.
+        self.crons = CronRegistry(
+            self.store, lambda kind, when: self.wake_at(kind, when), self.push, self.workers.serves
+        )
+        self.repeats = repeat.RepeatChain(self.push)
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
         self._stall_checks = self.stalls.exact
         self._timeout_deadlines = self.timeouts.deadlines
@@ -502,7 +505,9 @@ class Broker:
                 job.holder = None
                 continue
             q = self._leave_active(job)
-            if drop_if_spawned(self, job):
+            if is_spawned(job):
+                # A cron's job whose attempt was lost is dropped: the cron pushes a fresh run on schedule.
+                self._delete(job)
                 continue
             job.started_at = math.nan
             self._enqueue(q, job, now)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgpack
 
@@ -21,12 +21,10 @@ from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, JobFactory
 from bunqueue.broker import options
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadlines import CRON
+from bunqueue.broker.deadlines import CRON, Alarm
 from bunqueue.broker.schedule import Schedule, shared, zone
 from bunqueue.errors import CommandError
-
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
+from bunqueue.storage import Store
 
 log = logging.getLogger("bunqueue.cron")
 
@@ -152,16 +150,6 @@ def is_spawned(job: Any) -> bool:
     return key is not None and key.startswith(SPAWNED_KEY_PREFIX)
 
 
-def drop_if_spawned(broker: Broker, job: Any) -> bool:
-    """Delete a cron-spawned job whose attempt was lost (closed connection, expired lease, stall, restart)
-    instead of requeueing it: the cron pushes a fresh run on schedule, and a reconnecting worker must not
-    get a stale one at once. The caller has taken the job out of active. True when it was dropped."""
-    if not is_spawned(job):
-        return False
-    broker._delete(job)
-    return True
-
-
 def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
     """Validate a Cron request into a definition (the stored form, without nextRun and executions)."""
     name = options.required_string(cmd, "name")
@@ -248,11 +236,22 @@ def _job_options(cmd: dict[str, Any]) -> dict[str, Any] | None:
     return kept
 
 
+# Pushes a job as PUSH would (queue, options) and answers its id; raises CommandError.
+Push = Callable[[str, dict[str, Any]], str]
+# Whether a live worker is registered for a queue.
+WorkerCheck = Callable[[str], bool]
+
+
 class CronRegistry:
     """Crons by name (in creation order) and a min-heap of (nextRun, generation, name)."""
 
-    def __init__(self, broker: Broker, clock: Callable[[], float] = now_ms) -> None:
-        self.broker = broker
+    def __init__(
+        self, store: Store, alarm: Alarm, push: Push, has_worker: WorkerCheck, clock: Callable[[], float] = now_ms
+    ) -> None:
+        self.store = store
+        self.alarm = alarm
+        self.push = push
+        self.has_worker = has_worker
         self.clock = clock
         self.crons: dict[str, Cron] = {}
         self.heap: list[tuple[float, int, str]] = []
@@ -274,7 +273,7 @@ class CronRegistry:
         elif options.flag(cmd, "immediately"):
             cron.next_run = now
         self.crons[cron.name] = cron
-        self.broker.store.cron_changed(cron.name, cron.record())
+        self.store.cron_changed(cron.name, cron.record())
         self._schedule(cron)
         return cron
 
@@ -283,7 +282,7 @@ class CronRegistry:
         if cron is None:
             return False
         # Its heap entry is left behind and skipped when it surfaces (its generation is gone).
-        self.broker.store.cron_removed(name)
+        self.store.cron_removed(name)
         self._compact()
         return True
 
@@ -313,7 +312,7 @@ class CronRegistry:
                 if following is None:
                     continue
                 cron.next_run = following
-                self.broker.store.cron_changed(cron.name, cron.record())
+                self.store.cron_changed(cron.name, cron.record())
             self.crons[cron.name] = cron
             self._schedule(cron)
 
@@ -335,7 +334,7 @@ class CronRegistry:
             cron = self.crons[entry[2]]
             if cron.at_limit():
                 del self.crons[cron.name]
-                self.broker.store.cron_removed(cron.name)
+                self.store.cron_removed(cron.name)
                 continue
             self._fire(cron, now)
         return self.next_due()
@@ -343,33 +342,24 @@ class CronRegistry:
     def _fire(self, cron: Cron, now: float) -> None:
         scheduled = cron.next_run
         following = cron.following(scheduled, now)
-        skip = cron.skip_if_no_worker and not self._has_worker(cron.queue)
+        skip = cron.skip_if_no_worker and not self.has_worker(cron.queue)
         if not skip:
             cron.executions += 1
         if following is None:
             # A calendar schedule with no run left (a fixed date now past): it fires no more.
             del self.crons[cron.name]
-            self.broker.store.cron_removed(cron.name)
+            self.store.cron_removed(cron.name)
         else:
             cron.next_run = following
-            self.broker.store.cron_changed(cron.name, cron.record())
+            self.store.cron_changed(cron.name, cron.record())
             self._schedule(cron)
         if skip:
             return
         try:
-            self.broker.push(cron.queue, cron.job_options_for_push())
+            self.push(cron.queue, cron.job_options_for_push())
         except CommandError as exc:
             # The run stays counted: its state was handed to the store first, as in the reference.
             log.warning("cron %r could not push its job: %s", cron.name, exc.message)
-
-    def _has_worker(self, queue: str) -> bool:
-        workers = self.broker.workers
-        # Worker liveness is kept on the broker's clock, not the schedule's.
-        now = now_ms()
-        return any(
-            queue in worker.queues and workers.status(worker, now) == "active"
-            for worker in workers.workers.values()
-        )
 
     # -- heap --------------------------------------------------------------------------------------
 
@@ -377,7 +367,7 @@ class CronRegistry:
         self.generations += 1
         cron.generation = self.generations
         heapq.heappush(self.heap, (cron.next_run, cron.generation, cron.name))
-        self.broker.wake_at(CRON, cron.next_run)
+        self.alarm(CRON, cron.next_run)
         self._compact()
 
     def _stale(self, entry: tuple[float, int, str]) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bunqueue import errors
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.crons import drop_if_spawned
+from bunqueue.broker.crons import is_spawned
 from bunqueue.broker.deadlines import LEASES
 from bunqueue.broker.stalls import max_stalls
 
@@ -65,7 +65,9 @@ def settle_leases(broker: Broker, now: float) -> float | None:
         if job is None or job.state != states.ACTIVE:
             continue
         q = broker._leave_active(job)
-        if drop_if_spawned(broker, job):
+        if is_spawned(job):
+            # A cron's job whose attempt was lost is dropped: the cron pushes a fresh run on schedule.
+            broker._delete(job)
             continue
         job.attempts += 1
         job.stall_count += 1

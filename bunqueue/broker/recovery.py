@@ -7,7 +7,7 @@ from typing import Any
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.broker import DEFAULT_MAX_STALLS, Broker, now_ms
-from bunqueue.broker.crons import drop_if_spawned
+from bunqueue.broker.crons import is_spawned
 from bunqueue.broker.retry import retry_delay
 from bunqueue.storage.schema import Snapshot
 
@@ -26,7 +26,9 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
     for job in jobs:
         q = broker.queue(job.queue)
         if job.state == states.ACTIVE:
-            if drop_if_spawned(broker, job):
+            if is_spawned(job):
+                # A cron's job whose attempt was lost is dropped: the cron pushes a fresh run on schedule.
+                broker._delete(job)
                 continue
             _interrupted(broker, job, now)
             counts["active"] += 1

@@ -11,15 +11,13 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker.schedule import Schedule, shared
 from bunqueue.errors import CommandError
-
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
 
 log = logging.getLogger("bunqueue.repeat")
 
@@ -91,8 +89,9 @@ def next_run(repeat: dict[str, Any], now: float) -> float | None:
 class RepeatChain:
     """Old repeating job id -> the id of its successor (the newest ``CHAIN_CAP`` links)."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, push: Callable[[str, dict[str, Any]], str]) -> None:
+        # PUSH's own path (all its checks) for the successor.
+        self.push = push
         self.links: OrderedDict[str, str] = OrderedDict()
 
     def completed(self, job: Job, now: float) -> None:
@@ -106,7 +105,7 @@ class RepeatChain:
         if following is None:
             return
         try:
-            successor = self.broker.push(job.queue, successor_options(job, following, now))
+            successor = self.push(job.queue, successor_options(job, following, now))
         except CommandError as exc:
             log.warning("the successor of repeating job %s could not be pushed: %s", job.id, exc.message)
             return

@@ -25,7 +25,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
-from bunqueue.broker.crons import drop_if_spawned
+from bunqueue.broker.crons import is_spawned
 from bunqueue.broker.deadlines import STALLS
 from bunqueue.broker.options import js_finite
 
@@ -189,7 +189,9 @@ class StallDetector:
         attempts_exhausted = job.attempts + 1 >= job.max_attempts
         to_dlq = attempts_exhausted or job.stall_count + 1 >= _ms(cfg["maxStalls"])
         broker._leave_active(job)
-        if drop_if_spawned(broker, job):
+        if is_spawned(job):
+            # A cron's job whose attempt was lost is dropped: the cron pushes a fresh run on schedule.
+            broker._delete(job)
             return
         job.stall_count += 1
         job.attempts += 1

@@ -161,6 +161,11 @@ class WorkerRegistry:
     def status(self, worker: Worker, now: float) -> str:
         return ACTIVE if now - worker.last_seen < self.timeout_ms else STALE
 
+    def serves(self, queue: str) -> bool:
+        """Whether a live (not stale) worker is registered for ``queue``."""
+        now = now_ms()
+        return any(queue in w.queues and self.status(w, now) == ACTIVE for w in self.workers.values())
+
     def listing(self) -> dict[str, Any]:
         now = now_ms()
         workers = []

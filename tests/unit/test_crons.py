@@ -46,9 +46,10 @@ class RecordingStore(MemoryStore):
 def make(now: float = T0, store: Any = None) -> tuple[Broker, Clock, list[tuple[str, float]]]:
     broker = Broker(store=store)
     clock = Clock(now)
-    broker.crons = CronRegistry(broker, clock)
     alarms: list[tuple[str, float]] = []
-    broker.wake_at = lambda kind, when: alarms.append((kind, when))
+    broker.crons = CronRegistry(
+        broker.store, lambda kind, when: alarms.append((kind, when)), broker.push, broker.workers.serves, clock
+    )
     return broker, clock, alarms
 
 
