@@ -156,35 +156,7 @@ def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
     if not name:
         raise CommandError(errors.must_be_non_empty_string("name"))
     queue = options.queue_name(cmd)
-    repeat_every = cmd.get("repeatEvery")
-    if repeat_every is not None:
-        if (
-            type(repeat_every) not in (int, float)
-            or repeat_every != repeat_every
-            or repeat_every < 1
-            or repeat_every > MAX_SAFE_INTEGER
-            or int(repeat_every) != repeat_every
-        ):
-            raise CommandError(errors.CRON_REPEAT_EVERY)
-        repeat_every = int(repeat_every)
-    schedule = options.optional_string(cmd, "schedule")
-    if not schedule and repeat_every is None:
-        raise CommandError(errors.CRON_NEEDS_TIMING)
-    timezone = options.optional_string(cmd, "timezone")
-    if schedule:
-        try:
-            Schedule(schedule, timezone).check_future(now)
-        except CommandError as exc:
-            message = exc.message
-            if not message.startswith(errors.invalid_cron("")):
-                message = errors.invalid_cron(message)
-            raise CommandError(message) from None
-    else:
-        schedule = None
-        try:
-            zone(timezone)
-        except CommandError:
-            raise CommandError(errors.invalid_timezone(str(timezone))) from None
+    schedule, repeat_every, timezone = _timing(cmd, now)
     priority = options.finite_option(cmd, "priority")
     max_limit = options.finite_option(cmd, "maxLimit")
     definition: dict[str, Any] = {
@@ -213,6 +185,36 @@ def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
     if job.data is not NO_DATA:
         definition["data"] = job.data
     return definition
+
+
+def _timing(cmd: dict[str, Any], now: float) -> tuple[str | None, int | None, str | None]:
+    """(schedule, repeatEvery, timezone): the schedule wins when both are given, and must have a run ahead."""
+    repeat_every = cmd.get("repeatEvery")
+    if repeat_every is not None:
+        if (
+            type(repeat_every) not in (int, float)
+            or not 1 <= repeat_every <= MAX_SAFE_INTEGER
+            or int(repeat_every) != repeat_every
+        ):
+            raise CommandError(errors.CRON_REPEAT_EVERY)
+        repeat_every = int(repeat_every)
+    schedule = options.optional_string(cmd, "schedule") or None
+    if schedule is None and repeat_every is None:
+        raise CommandError(errors.CRON_NEEDS_TIMING)
+    timezone = options.optional_string(cmd, "timezone")
+    try:
+        if schedule is None:
+            zone(timezone)
+        else:
+            Schedule(schedule, timezone).check_future(now)
+    except CommandError as exc:
+        message = exc.message
+        if schedule is None:
+            message = errors.invalid_timezone(str(timezone))
+        elif not message.startswith(errors.invalid_cron("")):
+            message = errors.invalid_cron(message)
+        raise CommandError(message) from None
+    return schedule, repeat_every, timezone
 
 
 def _optional_object(cmd: dict[str, Any], field: str) -> dict[str, Any] | None:
