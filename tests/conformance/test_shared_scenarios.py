@@ -21,7 +21,7 @@ SCENARIOS = SHARED / "conformance" / "public"
 # 04_dlq's dlq-and-stall-config needs SetStallConfig and 06_control's extend-locks needs ExtendLock(s).
 FULL_FILES = [
     "01_protocol.json", "02_push.json", "03_pull_ack.json", "04_dlq.json", "05_query.json", "06_control.json",
-    "09_limits.json", "12_events.json", "13_persistence.json",
+    "09_limits.json", "10_cron.json", "12_events.json", "13_persistence.json",
 ]
 # Scenarios of files this version serves in part: file -> scenario names.
 PARTIAL_FILES = {
