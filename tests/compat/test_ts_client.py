@@ -20,7 +20,6 @@ from runner import run_scenario
 pytestmark = pytest.mark.timeout(600)
 
 
-
 @pytest.fixture(params=list(TS_CLIENTS))
 def client(request: pytest.FixtureRequest) -> dict[str, str]:
     """The environment that makes a scenario import this release of the client."""
