@@ -15,8 +15,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import msgpack
-
 from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, JobFactory
 from bunqueue.broker import options
@@ -34,9 +32,6 @@ SPAWNED_KEY_PREFIX = "cron:"
 MAX_SAFE_INTEGER = 2**53 - 1
 # The per-job options a cron passes on to every job it spawns.
 JOB_OPTION_KEYS = ("maxAttempts", "backoff", "timeout", "delay", "stallTimeout", "removeOnComplete", "removeOnFail")
-# msgpackr's `undefined`: the codec drops it from the top level of a command; the TS client also sends it
-# inside the objects a cron keeps (`dedup: {ttl: undefined}`), where it means absent too.
-JS_UNDEFINED = msgpack.ExtType(0, b"\x00")
 FLAGS = (
     ("skipMissedOnRestart", True),
     ("skipIfNoWorker", False),
@@ -223,7 +218,7 @@ def _optional_object(cmd: dict[str, Any], field: str) -> dict[str, Any] | None:
         return None
     if type(value) is not dict:
         raise CommandError(errors.must_be_object(field))
-    return {key: item for key, item in value.items() if item is not None and item != JS_UNDEFINED}
+    return value
 
 
 def _job_options(cmd: dict[str, Any]) -> dict[str, Any] | None:

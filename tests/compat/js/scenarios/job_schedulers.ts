@@ -1,5 +1,5 @@
 // Job schedulers (Cron on the wire): upsert, list, get, the jobs they push to a Worker, update, remove.
-import { Queue, Worker } from 'bunqueue/client';
+import { Queue, Worker } from './client';
 import { check, done, queueName, same, tcp, unexpected, waitUntil } from './lib';
 
 const queue = new Queue<{ v: number }>(queueName('sched'), tcp);
