@@ -15,6 +15,8 @@ cdef class IndexedHeap:
     """Keys in a heap of C entries, each key with a slot that tracks its heap position."""
 
     def __cinit__(self):
+        if type(self) is IndexedHeap:
+            raise TypeError("IndexedHeap is the base of ReadyQueue and TimerHeap, not a heap of its own")
         self._key_of_slot = []
         self._slot_of_key = {}
         self._kind = "heap"
