@@ -94,6 +94,7 @@ class Transitions:
         self.queues = queues
         self.keys = keys
         self.deps = deps
+        self.dependents = deps.dependents
         self.dlq = dlq
         self.leases = leases
         self.factory = factory
@@ -212,6 +213,7 @@ class Transitions:
         held = session.held if session is not None and (owner is not None or not detach) else None
         watch = q.stall_watch
         watch_was_empty = watch is not None and not watch
+        alarms = self.alarms
         while len(out) < count:
             job_id = q.pop_ready()
             if job_id is None:
@@ -240,7 +242,7 @@ class Transitions:
                 token = self.factory.new_token()
                 self.leases.grant(job_id, token, owner, now, lock_ttl)
                 tokens.append(token)
-                self.alarms.arm(LEASES, now + lock_ttl)
+                alarms.arm(LEASES, now + lock_ttl)
             if held is not None:
                 held.add(job_id)
                 job.holder = held
@@ -348,7 +350,7 @@ class Transitions:
                 records.evict_completed()
         if self.events.by_queue:
             self.events.completed(job, result, has_result)
-        if job_id in self.deps.dependents:
+        if job_id in self.dependents:
             for parked in self.deps.released_by(job_id):
                 q = self.queues.of(parked.queue)
                 q.unpark(parked.id)
