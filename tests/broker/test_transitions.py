@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from conftest import QUEUE, World
+from inprocess import QUEUE, World
 
 from bunqueue import errors
 from bunqueue._core.jobs import JobFactory
