@@ -19,7 +19,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import NO_DATA, JobFactory
 from bunqueue.broker import options
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadlines import CRON, Alarm
+from bunqueue.broker.deadlines import CRON, Alarms
 from bunqueue.broker.schedule import Schedule, shared, zone
 from bunqueue.errors import CommandError
 from bunqueue.storage import Store
@@ -243,10 +243,10 @@ class CronRegistry:
     """Crons by name (in creation order) and a min-heap of (nextRun, generation, name)."""
 
     def __init__(
-        self, store: Store, alarm: Alarm, push: Push, has_worker: WorkerCheck, clock: Callable[[], float] = now_ms
+        self, store: Store, alarms: Alarms, push: Push, has_worker: WorkerCheck, clock: Callable[[], float] = now_ms
     ) -> None:
         self.store = store
-        self.alarm = alarm
+        self.alarms = alarms
         self.push = push
         self.has_worker = has_worker
         self.clock = clock
@@ -364,7 +364,7 @@ class CronRegistry:
         self.generations += 1
         cron.generation = self.generations
         heapq.heappush(self.heap, (cron.next_run, cron.generation, cron.name))
-        self.alarm(CRON, cron.next_run)
+        self.alarms.arm(CRON, cron.next_run)
         self._compact()
 
     def _stale(self, entry: tuple[float, int, str]) -> bool:

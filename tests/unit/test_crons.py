@@ -8,21 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bunqueue._core.jobs import NO_DATA
-from bunqueue.broker import Broker
-from bunqueue.broker.crons import CronRegistry
+from bunqueue._testbase.clock import FakeClock
+from bunqueue.broker.broker import Broker
 from bunqueue.errors import CommandError
 from bunqueue.storage import MemoryStore
 
 REPEAT_EVERY = "Cron repeatEvery must be a positive safe integer number of milliseconds"
 T0 = 1_800_000_000_000.0  # a round minute (2027-01-15 08:00 UTC)
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class RecordingStore(MemoryStore):
@@ -43,13 +35,11 @@ class RecordingStore(MemoryStore):
         self.calls.append(("job", job.queue))
 
 
-def make(now: float = T0, store: Any = None) -> tuple[Broker, Clock, list[tuple[str, float]]]:
-    broker = Broker(store=store)
-    clock = Clock(now)
+def make(now: float = T0, store: Any = None) -> tuple[Broker, FakeClock, list[tuple[str, float]]]:
+    clock = FakeClock(now)
+    broker = Broker(store=store, clock=clock)
     alarms: list[tuple[str, float]] = []
-    broker.crons = CronRegistry(
-        broker.store, lambda kind, when: alarms.append((kind, when)), broker.push, broker.workers.serves, clock
-    )
+    broker.wake_at = lambda kind, when: alarms.append((kind, when))
     return broker, clock, alarms
 
 
