@@ -349,7 +349,8 @@ class CronRegistry:
         else:
             cron.next_run = following
             self.store.cron_changed(cron.name, cron.record())
-            self._schedule(cron)
+            # No alarm: fire_due answers the next run, for which the timer is armed again.
+            self._schedule(cron, wake=False)
         if skip:
             return
         try:
@@ -360,11 +361,12 @@ class CronRegistry:
 
     # -- heap --------------------------------------------------------------------------------------
 
-    def _schedule(self, cron: Cron) -> None:
+    def _schedule(self, cron: Cron, wake: bool = True) -> None:
         self.generations += 1
         cron.generation = self.generations
         heapq.heappush(self.heap, (cron.next_run, cron.generation, cron.name))
-        self.alarms.arm(CRON, cron.next_run)
+        if wake:
+            self.alarms.arm(CRON, cron.next_run)
         self._compact()
 
     def _stale(self, entry: tuple[float, int, str]) -> bool:
