@@ -164,11 +164,11 @@ def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
         "maxLimit": max_limit if max_limit is not None and max_limit > 0 else None,
         "timezone": timezone,
         "uniqueKey": options.optional_string(cmd, "uniqueKey"),
-        "dedup": _optional_object(cmd, "dedup"),
+        "dedup": options.optional_object(cmd, "dedup"),
         "jobOptions": _job_options(cmd),
     }
     for field, default in FLAGS:
-        definition[field] = default if cmd.get(field) is None else options.flag(cmd, field)
+        definition[field] = options.flag_or(cmd, field, default)
     # The spawned job's name and data follow PUSH's rules (a legacy `data.name` envelope included), and
     # every option it will carry is checked now, so firing never meets a job it cannot push.
     probe = Cron({**definition, "jobName": "", "data": cmd.get("data", NO_DATA)}).job_options_for_push()
@@ -212,17 +212,8 @@ def _timing(cmd: dict[str, Any], now: float) -> tuple[str | None, int | None, st
     return schedule, repeat_every, timezone
 
 
-def _optional_object(cmd: dict[str, Any], field: str) -> dict[str, Any] | None:
-    value = cmd.get(field)
-    if value is None:
-        return None
-    if type(value) is not dict:
-        raise CommandError(errors.must_be_object(field))
-    return value
-
-
 def _job_options(cmd: dict[str, Any]) -> dict[str, Any] | None:
-    value = _optional_object(cmd, "jobOptions")
+    value = options.optional_object(cmd, "jobOptions")
     if value is None:
         return None
     kept = {key: value[key] for key in JOB_OPTION_KEYS if key in value}

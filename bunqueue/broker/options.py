@@ -55,6 +55,15 @@ def optional_string(cmd: dict[str, Any], field: str) -> str | None:
     return value
 
 
+def optional_object(cmd: dict[str, Any], field: str) -> dict[str, Any] | None:
+    value = cmd.get(field)
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise CommandError(errors.must_be_object(field))
+    return value
+
+
 def required_string(cmd: dict[str, Any], field: str) -> str:
     value = cmd.get(field)
     if type(value) is not str:
