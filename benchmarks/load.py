@@ -437,6 +437,81 @@ async def run_worker(
     )
 
 
+async def run_grouped_worker(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    token: str | None = None,
+    probe: Probe | None = None,
+    connections: int = 5,
+    concurrency: int = 50,
+    groups: int = 1000,
+    lock_ttl: int = 30_000,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """Preload n jobs spread round the clock over `groups` job groups (groupId), then drain them with
+    `concurrency` PULL(owner) + ACK(token) loops, as :func:`run_worker` does.
+
+    Also reports how evenly the groups were served while every group still had work: ``fair_min`` and
+    ``fair_max`` are the smallest and largest per-group claim counts in that span over the equal share
+    (1.0 each when perfectly even).
+    """
+    queue = queue_name("grouped_worker")
+    conns = await _connect_many(addr, connections, token)
+    try:
+        data = job_data(data_bytes)
+        pushed: list[str] = []
+        for start in range(0, n, PRELOAD_BATCH):
+            jobs = [
+                {"name": JOB_NAME, "data": data, "groupId": f"g{i % groups}"}
+                for i in range(start, min(n, start + PRELOAD_BATCH))
+            ]
+            pushed.extend(_ok(await conns[0].request({"cmd": "PUSHB", "queue": queue, "jobs": jobs}), "PUSHB")["ids"])
+        pull = prepare({"cmd": "PULL", "queue": queue, "owner": f"{queue}-worker", "lockTtl": lock_ttl})
+        pulled: list[str] = []
+        served: list[str] = []
+
+        async def consume(conn: Connection) -> None:
+            request = conn.request
+            while True:
+                reply = _ok(await request(pull), "PULL")
+                job = reply["job"]
+                if job is None:
+                    return
+                job_id = job["id"]
+                served.append(job["groupId"])
+                _ok(await request({"cmd": "ACK", "id": job_id, "token": reply["token"]}), "ACK")
+                pulled.append(job_id)
+
+        with _measure(probe) as timer:
+            await asyncio.gather(*(consume(conns[i % connections]) for i in range(concurrency)))
+        check = await _verify(conns[0], queue, n, pushed, pulled)
+    finally:
+        await _close_all(conns)
+    return _result(
+        "grouped_worker", queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency,
+        groups=groups, **_fairness(served, groups), **check,
+    )
+
+
+def _fairness(served: list[str], groups: int) -> dict[str, float]:
+    """Per-group claim counts over the equal share, in the span that ends when the first group runs dry."""
+    depth: dict[str, int] = {}
+    for group in served:
+        depth[group] = depth.get(group, 0) + 1
+    if len(depth) != groups or len(set(depth.values())) != 1:
+        return {}
+    counts: dict[str, int] = dict.fromkeys(depth, 0)
+    span = 0
+    for group in served:
+        span += 1
+        counts[group] += 1
+        if counts[group] == depth[group]:
+            break
+    equal = span / groups
+    return {"fair_min": round(min(counts.values()) / equal, 3), "fair_max": round(max(counts.values()) / equal, 3)}
+
+
 def _percentile(sorted_ns: list[int], q: float) -> float:
     """Nearest-rank percentile, in microseconds."""
     rank = max(1, math.ceil(q * len(sorted_ns)))
@@ -495,6 +570,7 @@ WORKLOADS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "pushb1000": run_pushb1000,
     "pullb_ackb": run_pullb_ackb,
     "worker": run_worker,
+    "grouped_worker": run_grouped_worker,
     "latency": run_latency,
 }
 

@@ -129,6 +129,18 @@ def must_be_non_empty_string(field: str) -> str:
     return f"{field} must be a non-empty string"
 
 
+def must_be_positive_safe_integer(field: str) -> str:
+    return f"{field} must be a positive safe integer"
+
+
+def must_not_contain_nul(field: str) -> str:
+    return f"{field} must not contain NUL characters"
+
+
+def must_be_string_or_null(field: str) -> str:
+    return f"{field} must be a string or null"
+
+
 GROUP_PRIORITY_RANGE = "group.priority must be between 0 and 2097151"
 GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
 GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"

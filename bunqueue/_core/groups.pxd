@@ -16,7 +16,8 @@
 # A lane also counts the group's delayed jobs and its active jobs, so the pending depth that
 # groupMaxSize caps and GetGroupActiveCount answer in O(1). A lane lives while it has jobs (ready,
 # delayed or active), stored controls or a live runtime window; then it is dropped, so memory follows
-# the groups in use. No I/O and no clock: callers pass `now` in epoch milliseconds.
+# the groups in use. No I/O and no clock: callers pass `now` in epoch milliseconds; a `now` of 0 (a
+# removal that does not know the time) keeps every lane that has a deadline or window, live or not.
 
 cimport cython
 

@@ -103,7 +103,10 @@ cdef class GroupScheduler:
 
     def promote(self, str job_id not None, str group_id not None, double priority, unsigned long long seq):
         """A delayed job of the group became ready."""
-        self.remove_delayed(group_id)
+        cdef GroupLane lane = self._lanes.get(group_id)
+        if lane is not None and lane.delayed > 0:
+            lane.delayed -= 1
+            self._pending -= 1
         self.add(job_id, group_id, priority, seq)
 
     def remove(self, job_id, group_id, double now):
@@ -125,8 +128,7 @@ cdef class GroupScheduler:
             return False
         lane.delayed -= 1
         self._pending -= 1
-        if now:
-            self._drop_if_idle(lane, now)
+        self._drop_if_idle(lane, now)
         return True
 
     def claim(self, double now, GroupClaim claim=None):

@@ -11,13 +11,25 @@ from functools import partial
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large, wire_number
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import dedup, events, limits, locks, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.completion import settle_waiters
-from bunqueue.broker.deadlines import LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Handler, no_alarm
+from bunqueue.broker.deadlines import (
+    GROUP_LIMITS,
+    LEASES,
+    RATE_LIMITS,
+    STALLS,
+    TIMEOUTS,
+    WORKERS,
+    Alarm,
+    Handler,
+    no_alarm,
+)
 from bunqueue.broker.dlq import DeadLetters, dead_letter
+from bunqueue.broker.groups import GroupWakeups
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.retry import retry_delay
 from bunqueue.broker.session import Session
@@ -70,6 +82,7 @@ class Broker:
         self.timeouts = JobTimeouts(self)
         self.workers = WorkerRegistry(self)
         self.rate_wakeups = limits.RateLimitWakeups(self)
+        self.group_wakeups = GroupWakeups(self)
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
         self._stall_checks = self.stalls.exact
         self._timeout_deadlines = self.timeouts.deadlines
@@ -82,6 +95,7 @@ class Broker:
             STALLS: self.stalls.expire,
             WORKERS: self.workers.expire,
             RATE_LIMITS: self.rate_wakeups.expire,
+            GROUP_LIMITS: self.group_wakeups.expire,
         }
 
     # -- queues ------------------------------------------------------------------------------------
@@ -265,6 +279,7 @@ class Broker:
         owner: str | None,
         lock_ttl: float,
         detach: bool,
+        claim: GroupClaim | None = None,
     ) -> tuple[list[Job], list[str] | None]:
         tokens: list[str] | None = [] if owner is not None else None
         if q.paused:
@@ -279,13 +294,17 @@ class Broker:
         watch = q.stall_watch
         watch_was_empty = watch is not None and not watch
         while len(out) < count:
-            job_id = q.pop_ready()
+            job_id = q.pop_ready(now, claim)
             if job_id is None:
+                if q.groups.retry_at:
+                    self.group_wakeups.wait(q.name, q.groups.retry_at)
                 break
             job = jobs[job_id]
             q.took(job)
             ttl = job.ttl
             if ttl is not None and now > job.created_at + ttl:
+                if job.group_id is not None:
+                    q.groups.unclaim(job.group_id, now)
                 self._discard_expired(q, job)
                 continue
             job.state = states.ACTIVE
@@ -363,6 +382,9 @@ class Broker:
         limited = q.limits
         if limited is not None and limited.concurrency is not None and q.waiters:
             # A concurrency slot opened.
+            self.wake(q, 1)
+        if job.group_id is not None and q.groups.release(job.group_id, now_ms()) and q.waiters:
+            # The group has jobs waiting and one slot fewer taken: a pull may now claim from it.
             self.wake(q, 1)
         return q
 

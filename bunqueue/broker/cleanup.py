@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker.broker import Broker
+from bunqueue.broker.clock import now_ms
 from bunqueue.broker.control import unregister_dependencies
 from bunqueue.broker.dlq import drop_dead_letters
 from bunqueue.broker.queue import QueueState
@@ -64,6 +65,7 @@ def obliterate(broker: Broker, queue: str) -> None:
     if q.waiters:
         # Long-polling pulls hold this state and keep waiting on it: it stays, with default controls.
         q.apply_settings({})
+        q.groups.forget_controls(now_ms())
     else:
         del broker.queues[queue]
 

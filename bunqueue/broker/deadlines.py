@@ -16,10 +16,12 @@ TIMEOUTS = "timeouts"
 STALLS = "stalls"
 WORKERS = "workers"
 RATE_LIMITS = "rate-limits"
+# The end of a group's rate window or RateLimitGroup deadline, for long-pollers it holds back.
+GROUP_LIMITS = "group-limits"
 # DLQ maintenance: automatic retries and expiry (bunqueue.broker.deadletter.maintain).
 DLQ = "dlq"
 
-KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, DLQ)
+KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, GROUP_LIMITS, DLQ)
 
 # Settles what is due at `now` (epoch ms); returns the next deadline of its kind, or None.
 Handler = Callable[[float], "float | None"]

@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from bunqueue._core.jobs import Job
-from bunqueue.broker import states
+from bunqueue.broker import groups, states
 from bunqueue.broker.broker import DEFAULT_MAX_STALLS, Broker, now_ms
 from bunqueue.broker.retry import retry_delay
 from bunqueue.storage.schema import Snapshot
@@ -49,6 +49,8 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
             broker.unique_keys[(job.queue, job.unique_key)] = (job.id, None if ttl is None else now + ttl)
     for queue, settings in snap.queues.items():
         broker.queue(queue).apply_settings(settings)
+    for queue, group_id, controls in snap.groups:
+        groups.restore(broker, queue, group_id, controls)
     for queue, count in snap.completed_counts.items():
         broker.queue(queue).n_completed = count
     broker.results.update(snap.results)

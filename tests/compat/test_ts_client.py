@@ -19,7 +19,10 @@ pytestmark = pytest.mark.timeout(600)
 
 @pytest.mark.parametrize(
     "scenario",
-    ["add_and_query", "worker_concurrency", "retries", "progress_logs", "pause_resume", "dlq_retry", "queue_events"],
+    [
+        "add_and_query", "worker_concurrency", "retries", "progress_logs", "pause_resume", "dlq_retry", "queue_events",
+        "groups",
+    ],
 )
 def test_scenario(scenario: str, bun: Path, broker: Broker) -> None:
     run_scenario([str(bun), f"scenarios/{scenario}.ts"], JS_DIR, broker)
