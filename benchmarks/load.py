@@ -398,6 +398,7 @@ async def run_worker(
     probe: Probe | None = None,
     connections: int = 5,
     concurrency: int = 50,
+    groups: int = 0,
     lock_ttl: int = 30_000,
     poll_timeout: int = 0,
     data_bytes: int = DEFAULT_DATA_BYTES,
@@ -405,69 +406,21 @@ async def run_worker(
     """Preload n jobs, then drain them with `concurrency` PULL(owner, lockTtl) + ACK(token) loops.
 
     The consumers share one owner and are spread over `connections` connections, as one Bun
-    Worker with that concurrency would be.
+    Worker with that concurrency would be. With `groups`, the jobs are dealt round the clock to that
+    many job groups (groupId), and the result says how evenly the groups were served (``fair_min``,
+    ``fair_max``: see :func:`_fairness`).
     """
-    queue = queue_name("worker")
+    name = "grouped_worker" if groups else "worker"
+    queue = queue_name(name)
     conns = await _connect_many(addr, connections, token)
     try:
-        pushed = await _push_batches(conns[:2], queue, n, PRELOAD_BATCH, 2, job_data(data_bytes))
+        if groups:
+            pushed = await _push_grouped(conns[0], queue, n, groups, job_data(data_bytes))
+        else:
+            pushed = await _push_batches(conns[:2], queue, n, PRELOAD_BATCH, 2, job_data(data_bytes))
         pull = prepare(
             {"cmd": "PULL", "queue": queue, "owner": f"{queue}-worker", "lockTtl": lock_ttl, "timeout": poll_timeout}
         )
-        pulled: list[str] = []
-
-        async def consume(conn: Connection) -> None:
-            request = conn.request
-            while True:
-                reply = _ok(await request(pull), "PULL")
-                job = reply["job"]
-                if job is None:
-                    return
-                job_id = job["id"]
-                _ok(await request({"cmd": "ACK", "id": job_id, "token": reply["token"]}), "ACK")
-                pulled.append(job_id)
-
-        with _measure(probe) as timer:
-            await asyncio.gather(*(consume(conns[i % connections]) for i in range(concurrency)))
-        check = await _verify(conns[0], queue, n, pushed, pulled)
-    finally:
-        await _close_all(conns)
-    return _result(
-        "worker", queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency, **check
-    )
-
-
-async def run_grouped_worker(
-    addr: Addr,
-    n: int = DEFAULT_JOBS,
-    *,
-    token: str | None = None,
-    probe: Probe | None = None,
-    connections: int = 5,
-    concurrency: int = 50,
-    groups: int = 1000,
-    lock_ttl: int = 30_000,
-    data_bytes: int = DEFAULT_DATA_BYTES,
-) -> dict[str, Any]:
-    """Preload n jobs spread round the clock over `groups` job groups (groupId), then drain them with
-    `concurrency` PULL(owner) + ACK(token) loops, as :func:`run_worker` does.
-
-    Also reports how evenly the groups were served while every group still had work: ``fair_min`` and
-    ``fair_max`` are the smallest and largest per-group claim counts in that span over the equal share
-    (1.0 each when perfectly even).
-    """
-    queue = queue_name("grouped_worker")
-    conns = await _connect_many(addr, connections, token)
-    try:
-        data = job_data(data_bytes)
-        pushed: list[str] = []
-        for start in range(0, n, PRELOAD_BATCH):
-            jobs = [
-                {"name": JOB_NAME, "data": data, "groupId": f"g{i % groups}"}
-                for i in range(start, min(n, start + PRELOAD_BATCH))
-            ]
-            pushed.extend(_ok(await conns[0].request({"cmd": "PUSHB", "queue": queue, "jobs": jobs}), "PUSHB")["ids"])
-        pull = prepare({"cmd": "PULL", "queue": queue, "owner": f"{queue}-worker", "lockTtl": lock_ttl})
         pulled: list[str] = []
         served: list[str] = []
 
@@ -479,7 +432,8 @@ async def run_grouped_worker(
                 if job is None:
                     return
                 job_id = job["id"]
-                served.append(job["groupId"])
+                if groups:
+                    served.append(job["groupId"])
                 _ok(await request({"cmd": "ACK", "id": job_id, "token": reply["token"]}), "ACK")
                 pulled.append(job_id)
 
@@ -488,10 +442,25 @@ async def run_grouped_worker(
         check = await _verify(conns[0], queue, n, pushed, pulled)
     finally:
         await _close_all(conns)
+    extra = {"groups": groups, **_fairness(served, groups)} if groups else {}
     return _result(
-        "grouped_worker", queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency,
-        groups=groups, **_fairness(served, groups), **check,
+        name, queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency, **extra, **check
     )
+
+
+run_grouped_worker = functools.partial(run_worker, groups=1000)
+
+
+async def _push_grouped(conn: Connection, queue: str, n: int, groups: int, data: Any) -> list[str]:
+    """PUSHB n jobs, job i in group ``g{i % groups}``, one batch at a time (preload, not measured)."""
+    ids: list[str] = []
+    for start in range(0, n, PRELOAD_BATCH):
+        jobs = [
+            {"name": JOB_NAME, "data": data, "groupId": f"g{i % groups}"}
+            for i in range(start, min(n, start + PRELOAD_BATCH))
+        ]
+        ids.extend(_ok(await conn.request({"cmd": "PUSHB", "queue": queue, "jobs": jobs}), "PUSHB")["ids"])
+    return ids
 
 
 def _fairness(served: list[str], groups: int) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """The kinds of broker deadline, and how the broker asks for a wake-up.
 
 The broker has no event loop. Each kind of deadline (leases, job timeouts, stall checks, worker
-staleness, rate-limit windows) lives in one heap owned by the broker, and the broker calls
+staleness, rate-limit windows, group windows) lives in one heap owned by the broker, and the broker calls
 ``Broker.wake_at(kind, when)`` whenever that kind may now be due earlier than anything armed. The server
 keeps one loop timer per kind, armed for its earliest deadline (``bunqueue.server.scheduler``); when it
 fires it calls the kind's handler, which settles what is due and returns the next deadline of that kind.
