@@ -284,6 +284,8 @@ async def test_long_poll_woken_when_the_manual_deadline_ends(
 
 async def test_obliterate_forgets_group_controls(conn: Connection, queue_name: str) -> None:
     await data(conn, "PauseGroup", queue_name, groupId="G")
+    # A queue with group controls and no jobs is listed, as in the reference.
+    assert queue_name in (await call(conn, {"cmd": "ListQueues"}))["queues"]
     await call(conn, {"cmd": "SetGroupConcurrency", "queue": queue_name, "groupId": "G", "concurrency": 2})
     assert (await call(conn, {"cmd": "Obliterate", "queue": queue_name}))["ok"]
     assert await data(conn, "IsGroupPaused", queue_name, groupId="G") == {"paused": False}
