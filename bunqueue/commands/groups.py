@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker import groups, options
+from bunqueue.broker import options
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
 
@@ -26,36 +26,36 @@ def _data(**fields: Any) -> Reply:
 
 def handle_get_group_jobs_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(count=groups.lanes_of(broker, queue).depth(group_id))
+    return _data(count=broker.groups.lanes(queue).depth(group_id))
 
 
 def handle_get_groups_jobs_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     # maxCount is accepted and, as in the reference, does not cap the count.
     queue = options.queue_name(cmd)
-    return _data(count=len(groups.lanes_of(broker, queue)))
+    return _data(count=len(broker.groups.lanes(queue)))
 
 
 def handle_get_group_active_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(count=groups.lanes_of(broker, queue).active_count(group_id))
+    return _data(count=broker.groups.lanes(queue).active_count(group_id))
 
 
 def handle_set_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     max_jobs = options.positive_safe_integer(cmd.get("max"), "max")
     duration = options.positive_safe_integer(cmd.get("duration"), "duration")
-    groups.set_rate_limit(broker, queue, group_id, max_jobs, duration)
+    broker.groups.set_rate_limit(queue, group_id, max_jobs, duration)
     return OK
 
 
 def handle_get_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(limit=groups.rate_limit(broker, queue, group_id))
+    return _data(limit=broker.groups.rate_limit(queue, group_id))
 
 
 def handle_remove_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(removed=groups.remove_rate_limit(broker, queue, group_id))
+    return _data(removed=broker.groups.remove_rate_limit(queue, group_id))
 
 
 def handle_get_group_rate_limit_ttl(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -63,44 +63,44 @@ def handle_get_group_rate_limit_ttl(broker: Broker, cmd: dict[str, Any], session
     # A window "has room" while its count is below maxJobs; for whole counts that is below ceil(maxJobs).
     max_jobs = options.js_finite(cmd.get("maxJobs"))
     cap = min(math.ceil(max_jobs), MAX_JOBS_CAP) if max_jobs is not None and max_jobs > 0 else -1
-    return _data(ttl=wire_number(groups.rate_limit_ttl(broker, queue, group_id, cap)))
+    return _data(ttl=wire_number(broker.groups.rate_limit_ttl(queue, group_id, cap)))
 
 
 def handle_set_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     concurrency = options.positive_safe_integer(cmd.get("concurrency"), "concurrency")
-    groups.set_concurrency(broker, queue, group_id, concurrency)
+    broker.groups.set_concurrency(queue, group_id, concurrency)
     return OK
 
 
 def handle_get_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(concurrency=groups.lanes_of(broker, queue).concurrency(group_id))
+    return _data(concurrency=broker.groups.lanes(queue).concurrency(group_id))
 
 
 def handle_remove_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(removed=groups.remove_concurrency(broker, queue, group_id))
+    return _data(removed=broker.groups.remove_concurrency(queue, group_id))
 
 
 def handle_pause_group(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(changed=groups.pause(broker, queue, group_id))
+    return _data(changed=broker.groups.pause(queue, group_id))
 
 
 def handle_resume_group(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(changed=groups.resume(broker, queue, group_id))
+    return _data(changed=broker.groups.resume(queue, group_id))
 
 
 def handle_is_group_paused(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(paused=groups.lanes_of(broker, queue).is_paused(group_id))
+    return _data(paused=broker.groups.lanes(queue).is_paused(group_id))
 
 
 def handle_rate_limit_group(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     duration = options.positive_safe_integer(cmd.get("duration"), "duration")
-    groups.limit_for(broker, queue, group_id, duration)
+    broker.groups.limit_for(queue, group_id, duration)
     return OK
 
