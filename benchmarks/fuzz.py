@@ -1,11 +1,12 @@
 """A long fuzz run: hostile frames against a fresh server, reporting what the test suite's short run checks.
 
-    python -m benchmarks.fuzz --frames 1000000 [--batch 50] [--addr HOST:PORT]
+    python -m benchmarks.fuzz --frames 1000000 [--batch 50] [--seconds N] [--addr HOST:PORT]
 
 Batches of hostile requests (nested, ext-typed, non-finite and oversized values in every command's
 fields and as reqIds, see ``bunqueue._testbase.fuzzer``) go out in one write each, between a healthy PUSH
 and the PULL that must deliver it. Reported: replies missing (hangs), ``Internal server error`` replies,
 connections closed without a reply, healthy jobs not delivered, and whether the server is still up.
+``--seconds`` ends the run early (with its report) once that much time has passed.
 """
 from __future__ import annotations
 
@@ -21,7 +22,13 @@ from bunqueue._testbase.fuzzer import FuzzConnection, Verdict, batches
 from bunqueue._testbase.server import ServerProcess
 
 
-def fuzz(addr: tuple[str, int], frames: int, batch: int, verdict: Verdict, progress: bool) -> None:
+class OutOfTime(Exception):
+    """The time budget ran out: stop generating (no shrinking happens in the generate-only phase)."""
+
+
+def fuzz(
+    addr: tuple[str, int], frames: int, batch: int, verdict: Verdict, progress: bool, seconds: float
+) -> None:
     queues = itertools.count()
     conn = FuzzConnection(addr, "")
     started = time.monotonic()
@@ -30,6 +37,8 @@ def fuzz(addr: tuple[str, int], frames: int, batch: int, verdict: Verdict, progr
               suppress_health_check=list(HealthCheck))
     @given(bodies=batches(batch))
     def one(bodies: list[bytes]) -> None:
+        if time.monotonic() - started > seconds:
+            raise OutOfTime
         conn.queue = f"fuzz-healthy-{next(queues)}"
         conn.run(bodies, verdict)
         if progress and verdict.frames % (batch * 200) == 0:
@@ -38,6 +47,8 @@ def fuzz(addr: tuple[str, int], frames: int, batch: int, verdict: Verdict, progr
 
     try:
         one()
+    except OutOfTime:
+        pass
     finally:
         conn.close()
 
@@ -46,6 +57,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=float("inf"))
     parser.add_argument("--addr", help="HOST:PORT of a running server (default: start one)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
@@ -59,7 +71,7 @@ def main() -> int:
     verdict = Verdict()
     started = time.monotonic()
     try:
-        fuzz(addr, args.frames, args.batch, verdict, not args.quiet)
+        fuzz(addr, args.frames, args.batch, verdict, not args.quiet, args.seconds)
         alive = RawClient(addr).call({"cmd": "Ping"}).get("ok") is True
     except OSError:
         alive = False

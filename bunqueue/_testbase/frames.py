@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -34,8 +35,11 @@ class RawClient:
         body = msgpack.packb(obj, use_bin_type=True)
         self.sock.sendall(frame(body))
 
-    def raw_frame(self) -> bytes:
+    def raw_frame(self, deadline: float | None = None) -> bytes:
+        """The next frame's body; by ``deadline`` (``time.monotonic()``) if given, else TimeoutError."""
         while len(self.buf) < 4 or len(self.buf) < 4 + struct.unpack(">I", self.buf[:4])[0]:
+            if deadline is not None:
+                self.sock.settimeout(max(0.01, deadline - time.monotonic()))
             chunk = self.sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionError("closed by server")

@@ -6,7 +6,6 @@ arrays, maps and integers, the never-used byte 0xc1. Needs ``hypothesis`` (a tes
 """
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ import msgpack
 from hypothesis import strategies as st
 
 from bunqueue import errors
-from bunqueue._testbase.frames import frame
+from bunqueue._testbase.frames import RawClient, frame
 from bunqueue.server.commands import HANDLERS
 
 COMMANDS = sorted(HANDLERS)
@@ -110,11 +109,10 @@ class FuzzConnection:
         self.addr = addr
         self.queue = queue
         self.reply_timeout = reply_timeout
-        self.sock = socket.create_connection(addr)
-        self.buf = b""
+        self.client = RawClient(addr)
 
     def close(self) -> None:
-        self.sock.close()
+        self.client.close()
 
     def run(self, batch: list[bytes], verdict: Verdict, settle: float = 0.0) -> None:
         """Send ``batch``; with ``settle``, also wait that long for replies that should not come."""
@@ -125,7 +123,7 @@ class FuzzConnection:
         bodies = [healthy, *batch, pull, ping]
         verdict.frames += len(batch)
         try:
-            self.sock.sendall(b"".join(frame(body) for body in bodies))
+            self.client.send_bytes(b"".join(frame(body) for body in bodies))
             replies = self.collect(len(bodies))
         except TimeoutError:
             verdict.hangs += 1
@@ -152,7 +150,7 @@ class FuzzConnection:
         deadline = time.monotonic() + self.reply_timeout
         replies: list[dict[str, Any]] = []
         while len(replies) < n:
-            body = self.next_frame(deadline)
+            body = self.client.raw_frame(deadline)
             reply = msgpack.unpackb(body, raw=False, strict_map_key=False)
             if reply.get("type") != "event":
                 replies.append(reply)
@@ -163,23 +161,11 @@ class FuzzConnection:
         deadline = time.monotonic() + wait
         try:
             while True:
-                reply = msgpack.unpackb(self.next_frame(deadline), raw=False, strict_map_key=False)
+                reply = msgpack.unpackb(self.client.raw_frame(deadline), raw=False, strict_map_key=False)
                 extra += reply.get("type") != "event"
         except TimeoutError:
             return extra
 
-    def next_frame(self, deadline: float) -> bytes:
-        while len(self.buf) < 4 or len(self.buf) < 4 + struct.unpack(">I", self.buf[:4])[0]:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed by server")
-            self.buf += chunk
-        n = struct.unpack(">I", self.buf[:4])[0]
-        body, self.buf = self.buf[4 : 4 + n], self.buf[4 + n :]
-        return body
-
     def reconnect(self) -> None:
-        self.sock.close()
-        self.sock = socket.create_connection(self.addr)
-        self.buf = b""
+        self.client.close()
+        self.client = RawClient(self.addr)
