@@ -136,6 +136,5 @@ def test_health_and_doctor_report_checks_and_dead_letters() -> None:
 
 @pytest.mark.parametrize("words", [("--version",), ("version",)])
 def test_version_without_a_server_still_answers(words: tuple[str, ...]) -> None:
-
     proc = run(None, *words, port=free_port())
     assert proc.returncode == 0 and "bunqueue" in proc.stdout
