@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bunqueue import errors
 from bunqueue._testbase.frames import RawClient, frame
-from bunqueue.server.commands import HANDLERS
+from bunqueue.server.runner import HANDLERS
 
 COMMANDS = sorted(HANDLERS)
 # Commands that may wait: their timeout stays 0, so a reply that does not come is a hang, not a wait.

@@ -15,7 +15,7 @@ from bunqueue.broker.deadletter import maintain as maintain_dlq
 from bunqueue.broker.deadlines import DLQ
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner
+from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.storage import MemoryStore, Store

@@ -17,8 +17,8 @@ from bunqueue import errors
 from bunqueue._core.framing import FrameReader, FrameTooLarge
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner, Reply, failed
 from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import CommandRunner, Reply, failed
 
 log = logging.getLogger("bunqueue.tcp")
 

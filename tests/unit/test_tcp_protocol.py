@@ -11,7 +11,7 @@ from bunqueue._core.packer import ReplyPacker
 from bunqueue._testbase.frames import frame
 from bunqueue.broker import Broker, Session
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner
+from bunqueue.server.runner import CommandRunner
 from bunqueue.server.tcp import WRITE_HIGH_WATER, BrokerProtocol
 from bunqueue.storage import MemoryStore
 

@@ -21,7 +21,7 @@ from bunqueue.storage import Store
 
 __all__ = ["HANDLERS", "Client", "CommandRunner", "Reply", "check_token", "failed"]
 
-log = logging.getLogger("bunqueue.commands")
+log = logging.getLogger("bunqueue.runner")
 
 Reply = dict[str, Any]
 # The reqId types that go back out exactly as they came in; anything else is refused before the command
