@@ -66,19 +66,19 @@ JOB_DATA_TOO_LARGE = "Job data too large (max 10MB)"
 
 
 def not_processing(job_id: str) -> str:
-    return f"Job not found or not in processing state: {job_id}"
+    return f"Job not found or not in processing state: {shown(job_id)}"
 
 
 def dependency_not_found(job_id: str) -> str:
-    return f"Dependency job not found: {job_id}"
+    return f"Dependency job not found: {shown(job_id)}"
 
 
 def lock_token_required(job_id: str) -> str:
-    return f"Lock token required for job {job_id}"
+    return f"Lock token required for job {shown(job_id)}"
 
 
 def invalid_lock_token(job_id: str) -> str:
-    return f"Invalid or expired lock token for job {job_id}"
+    return f"Invalid or expired lock token for job {shown(job_id)}"
 
 
 def batch_item(index: int, message: str) -> str:
@@ -86,7 +86,7 @@ def batch_item(index: int, message: str) -> str:
 
 
 def group_full(group_id: str, limit: int) -> str:
-    return f"Group {group_id} has reached its maximum size of {limit}"
+    return f"Group {shown(group_id)} has reached its maximum size of {limit}"
 
 
 ACKB_TOKENS_LENGTH = "ACKB tokens length must match ids length"
@@ -179,7 +179,7 @@ def cannot_move_to_wait(state: str) -> str:
 
 
 def flow_key_reserved(key: str) -> str:
-    return f"flow job data key is reserved: {key}"
+    return f"flow job data key is reserved: {shown(key)}"
 
 
 def must_be_string_or_array(field: str) -> str:
@@ -203,7 +203,7 @@ def item_error(field: str, index: int, message: str) -> str:
 
 
 def dedup_replace_blocked(job_id: str) -> str:
-    return f"Cannot replace deduplicated job {job_id} because live jobs depend on it"
+    return f"Cannot replace deduplicated job {shown(job_id)} because live jobs depend on it"
 
 
 def stalled_at_max_attempts(max_attempts: int) -> str:

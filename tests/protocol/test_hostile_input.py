@@ -46,6 +46,13 @@ def test_unknown_command_text_is_bounded(raw: RawClient) -> None:
     assert reply["error"] == "Unknown command: " + "x" * errors.MAX_SHOWN_CHARS + "..."
 
 
+@pytest.mark.parametrize("cmd", ["ACK", "FAIL", "ExtendLock"])
+def test_error_texts_quote_client_values_bounded(raw: RawClient, cmd: str) -> None:
+    reply = raw.call({"cmd": cmd, "id": "j" * 100_000, "token": "t", "reqId": "r"})
+    assert reply["ok"] is False and reply["reqId"] == "r"
+    assert len(reply["error"]) < 100 + errors.MAX_SHOWN_CHARS, reply["error"][:300]
+
+
 @pytest.mark.parametrize(
     "request_fields",
     [
