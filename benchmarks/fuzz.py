@@ -88,6 +88,7 @@ def main() -> int:
     print(f"frames {verdict.frames}, replies {verdict.replies}, in {elapsed:.0f} s")
     print(f"hangs {verdict.hangs}, internal errors {len(verdict.internal_errors)}, "
           f"silent closes {verdict.silent_closes}, healthy jobs lost {verdict.lost_jobs}, server alive {alive}")
+    print(f"replies that could not be encoded (admitted data the encoder cannot write): {verdict.unencodable}")
     for reply in verdict.internal_errors[:5]:
         print("internal error:", reply)
     bad = verdict.hangs or verdict.internal_errors or verdict.silent_closes or verdict.lost_jobs or not alive

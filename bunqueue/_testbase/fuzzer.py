@@ -100,6 +100,8 @@ class Verdict:
     silent_closes: int = 0
     lost_jobs: int = 0
     extra_replies: int = 0
+    # Replies replaced because the server could not encode them: data it admitted but cannot send back.
+    unencodable: int = 0
 
 
 class FuzzConnection:
@@ -140,6 +142,8 @@ class FuzzConnection:
         for reply in replies:
             if reply.get("error") == errors.INTERNAL_ERROR:
                 verdict.internal_errors.append(reply)
+            elif reply.get("error") == errors.REPLY_NOT_ENCODABLE:
+                verdict.unencodable += 1
         pushed, pulled = by_id.get("healthy-push"), by_id.get("healthy-pull")
         job = pulled.get("job") if pulled else None
         if not (pushed and pushed.get("ok") and job and job.get("id") == pushed.get("id")):
