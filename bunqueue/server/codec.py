@@ -6,6 +6,7 @@ from typing import Any
 import msgpack
 
 from bunqueue import errors
+from bunqueue.errors import BadFrame
 
 #: msgpackr's JS ``undefined`` (fixext 1, type 0, ``d4 00 00``). A command field holding it is absent, as
 #: the reference reads it. Inside a value the broker keeps (job data, a result) it stays, and is written
@@ -17,14 +18,6 @@ def _ext_hook(code: int, data: bytes) -> Any:
     if code == 0:
         return UNDEFINED
     return msgpack.ExtType(code, data)
-
-
-class BadFrame(Exception):
-    """The frame is not a command: the reply is this error text, without a reqId."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 _unpackb = msgpack.unpackb

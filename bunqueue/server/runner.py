@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from bunqueue import errors
 from bunqueue.broker import HANDLERS, Broker, Session
-from bunqueue.errors import CommandError
-from bunqueue.server.codec import BadFrame, decode_command
+from bunqueue.errors import BadFrame, CommandError
+from bunqueue.server.codec import decode_command
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.storage import Store
 

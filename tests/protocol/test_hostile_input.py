@@ -35,7 +35,7 @@ def test_unechoable_req_ids_are_refused_and_cost_no_other_reply(raw: RawClient) 
     assert timestamp == {"ok": False, "error": errors.INVALID_REQ_ID}
     assert nested_cmd["ok"] is False and nested_cmd["reqId"] == "c2"
     assert nested_cmd["error"].startswith("Unknown command: ")
-    assert len(nested_cmd["error"]) <= len("Unknown command: ") + errors.MAX_SHOWN_CHARS + 3
+    assert len(nested_cmd["error"]) <= len("Unknown command: ") + errors.MAX_SHOWN_CHARS
     assert last["reqId"] == "after" and last["ok"] is True
     assert raw.call({"cmd": "Ping", "reqId": "still-open"})["reqId"] == "still-open"
 
@@ -43,7 +43,7 @@ def test_unechoable_req_ids_are_refused_and_cost_no_other_reply(raw: RawClient) 
 def test_unknown_command_text_is_bounded(raw: RawClient) -> None:
     reply = raw.call({"cmd": "x" * 100_000, "reqId": "long"})
     assert reply["reqId"] == "long"
-    assert reply["error"] == "Unknown command: " + "x" * errors.MAX_SHOWN_CHARS + "..."
+    assert reply["error"] == "Unknown command: " + "x" * errors.MAX_SHOWN_CHARS
 
 
 @pytest.mark.parametrize("cmd", ["ACK", "FAIL", "ExtendLock"])

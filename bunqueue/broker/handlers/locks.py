@@ -15,8 +15,9 @@ Reply = dict[str, Any]
 
 
 def handle_extend_lock(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    # The duration is checked before the lease is looked at: a bad one changes nothing.
-    duration = options.finite_option(cmd, "duration")
+    # The duration is checked before the lease is looked at: a bad one changes nothing. A numeric string
+    # is not a number here (the spec's ExtendLock rule), unlike a PUSH option or a ChangeDelay delay.
+    duration = options.number_arg(cmd, "duration")
     if not extend_lock(broker, cmd.get("id"), cmd.get("token"), duration):
         raise CommandError(errors.LOCK_NOT_FOUND)
     return {"ok": True}
@@ -30,7 +31,7 @@ def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -
     durations: list[float | None] = []
     for i, value in enumerate(raw_durations):
         try:
-            durations.append(options.finite_option({"duration": value}, "duration"))
+            durations.append(options.number_arg({"duration": value}, "duration"))
         except CommandError as exc:
             raise CommandError(errors.item_error("durations", i, exc.message)) from None
     now = now_ms()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from bunqueue._core.jobs import MAX_DURATION, NO_DATA
+from bunqueue._core.jobs import MAX_DURATION, NO_DATA, check_nesting
 from bunqueue.broker import control, options
 from bunqueue.broker.broker import Broker, now_ms
 from bunqueue.broker.completion import wait_for_job
@@ -26,7 +26,9 @@ def handle_cancel(broker: Broker, cmd: dict[str, Any], session: Session) -> Repl
 
 def handle_update(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     # Update without data leaves the job without data, as the reference stores an undefined payload.
-    control.update_data(broker, options.job_id_arg(cmd), cmd.get("data", NO_DATA))
+    data = cmd.get("data", NO_DATA)
+    check_nesting(data, "data")
+    control.update_data(broker, options.job_id_arg(cmd), data)
     return {"ok": True}
 
 
