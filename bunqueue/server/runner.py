@@ -69,6 +69,10 @@ class CommandRunner:
             request = decode_command(body)
         except BadFrame as exc:
             return {"ok": False, "error": exc.message}
+        except Exception:
+            # Decoded, but too deep or too odd for the codec's own passes (a RecursionError, say).
+            log.debug("a frame could not be decoded", exc_info=True)
+            return {"ok": False, "error": errors.INVALID_COMMAND_FORMAT}
         return self.run(request, client, allowed)
 
     def run(self, request: dict[str, Any], client: Client, allowed: bool = True) -> Reply | None:

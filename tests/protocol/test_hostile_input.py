@@ -46,6 +46,16 @@ def test_unknown_command_text_is_bounded(raw: RawClient) -> None:
     assert reply["error"] == "Unknown command: " + "x" * errors.MAX_SHOWN_CHARS
 
 
+@pytest.mark.parametrize("field", ["dedup", "repeat", "backoff", "group", "jobOptions", "jobs", "data"])
+def test_option_nested_beyond_the_recursion_limit_gets_one_reply(raw: RawClient, field: str) -> None:
+    head = msgpack.packb({"cmd": "PUSH", "queue": "deep", "name": "n", "reqId": "d"})
+    body = bytes([head[0] + 1]) + head[1:] + msgpack.packb(field) + b"\x91" * 900 + b"\x81\xa1k\xd4\x00\x00"
+    raw.send_bytes(frame(body) + ping("after"))
+    deep, after = replies(raw, 2)
+    assert deep["ok"] is False and deep["error"] != errors.INTERNAL_ERROR
+    assert after["reqId"] == "after"
+
+
 @pytest.mark.parametrize("cmd", ["ACK", "FAIL", "ExtendLock"])
 def test_error_texts_quote_client_values_bounded(raw: RawClient, cmd: str) -> None:
     reply = raw.call({"cmd": cmd, "id": "j" * 100_000, "token": "t", "reqId": "r"})
