@@ -13,7 +13,9 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from bunqueue import errors
-from bunqueue.broker import HANDLERS, Broker, Session
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
+from bunqueue.commands import HANDLERS
 from bunqueue.errors import BadFrame, CommandError
 from bunqueue.server.codec import decode_command
 from bunqueue.server.ratelimit import RequestRateLimiter

@@ -9,7 +9,8 @@ import msgpack
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
 from bunqueue._testbase.frames import frame
-from bunqueue.broker import Broker, Session
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.tcp import BACKLOG_LIMIT, WRITE_HIGH_WATER, BrokerProtocol
