@@ -8,8 +8,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from harness import call
 
+from bunqueue._testbase.frames import call
 from bunqueue.client import Connection, connect
 
 

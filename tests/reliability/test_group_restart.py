@@ -4,8 +4,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from harness import RawClient, ServerProcess
-
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.storage import schema
 
 
