@@ -15,16 +15,12 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from harness import ServerProcess  # noqa: E402
-
-from bunqueue.client import Connection, connect  # noqa: E402
+from bunqueue._testbase.server import ServerProcess
+from bunqueue.client import Connection, connect
 
 WINDOW = 200
 LEAD_S = 4

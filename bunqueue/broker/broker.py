@@ -23,10 +23,23 @@ from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import dlq, events, repeat, states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.crons import CronRegistry
-from bunqueue.broker.deadlines import CRON, DLQ, LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Alarms, Handler
+from bunqueue.broker.deadlines import (
+    CRON,
+    DLQ,
+    GROUP_LIMITS,
+    LEASES,
+    RATE_LIMITS,
+    STALLS,
+    TIMEOUTS,
+    WORKERS,
+    Alarm,
+    Alarms,
+    Handler,
+)
 from bunqueue.broker.dedup import UniqueKeys
 from bunqueue.broker.dependencies import Dependencies
 from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.limits import RateLimitWakeups
 from bunqueue.broker.queue import Queues, QueueState
 from bunqueue.broker.records import JobRecords
@@ -66,11 +79,12 @@ class Broker:
         self.timeouts = JobTimeouts(self.jobs, self.leases, self.alarms, self.records.max_completed_jobs)
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token)
         self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms)
+        self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
-            rate_wakeups=self.rate_wakeups, events=self.events, store=self.store, alarms=self.alarms,
-            clock=clock,
+            rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
+            alarms=self.alarms, clock=clock,
         )
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         # A repeating job's successor goes through PUSH's own path, checks included.
@@ -100,6 +114,7 @@ class Broker:
             STALLS: t.expire_stalls,
             WORKERS: self.workers.expire,
             RATE_LIMITS: self.rate_wakeups.expire,
+            GROUP_LIMITS: self.groups.expire,
             DLQ: partial(dlq.maintain, t),
             CRON: self.crons.fire_due,
         }
@@ -113,6 +128,7 @@ class Broker:
             STALLS: self.stalls.next_check(),
             WORKERS: self.workers.removal.peek_time(),
             RATE_LIMITS: self.rate_wakeups.due.peek_time(),
+            GROUP_LIMITS: self.groups.due.peek_time(),
             DLQ: self.dlq.next_due(),
             CRON: self.crons.next_due(),
         }

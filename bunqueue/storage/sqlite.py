@@ -42,6 +42,7 @@ class Batch:
         "deleted",
         "dlq",
         "dlq_deleted",
+        "groups",
         "jobs",
         "queues",
         "queues_removed",
@@ -63,6 +64,8 @@ class Batch:
         self.dlq: dict[str, tuple[str, dict[str, Any]]] = {}
         self.dlq_deleted: set[str] = set()
         self.queues: dict[str, dict[str, Any] | None] = {}
+        # Group controls by (queue, group id); None deletes the row.
+        self.groups: dict[tuple[str, str], dict[str, Any] | None] = {}
         # Cron rows by name; None deletes the row.
         self.crons: dict[str, dict[str, Any] | None] = {}
         # Resolves with None once committed, or with the error text when the commit failed.
@@ -71,7 +74,7 @@ class Batch:
     def __bool__(self) -> bool:
         return bool(
             self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
-            or self.dlq_deleted or self.queues or self.queues_removed or self.crons
+            or self.dlq_deleted or self.queues or self.queues_removed or self.groups or self.crons
         )
 
     def rows(self) -> tuple[Any, ...]:
@@ -86,11 +89,13 @@ class Batch:
         results_deleted = [(job_id,) for job_id in self.results_deleted]
         dlq_deleted = [(job_id,) for job_id in self.dlq_deleted]
         removed = [(name,) for name in self.queues_removed]
+        groups = [(q, g, schema.pack(c)) for (q, g), c in self.groups.items() if c is not None]
+        groups_cleared = [key for key, c in self.groups.items() if c is None]
         crons = [(name, schema.pack(record)) for name, record in self.crons.items() if record is not None]
         crons_deleted = [(name,) for name, record in self.crons.items() if record is None]
         return (
             removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
-            crons_deleted, crons,
+            groups_cleared, groups, crons_deleted, crons,
         )
 
     def merge_under(self, newer: Batch) -> None:
@@ -120,6 +125,8 @@ class Batch:
                 newer.dlq_deleted.add(job_id)
         for name, settings in self.queues.items():
             newer.queues.setdefault(name, settings)
+        for key, controls in self.groups.items():
+            newer.groups.setdefault(key, controls)
         for name, record in self.crons.items():
             newer.crons.setdefault(name, record)
 
@@ -133,7 +140,7 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
 def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
     (
         removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
-        crons_deleted, crons,
+        groups_cleared, groups, crons_deleted, crons,
     ) = rows
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -141,6 +148,7 @@ def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
             conn.executemany("DELETE FROM results WHERE job_id IN (SELECT id FROM jobs WHERE queue = ?)", removed)
             conn.executemany("DELETE FROM jobs WHERE queue = ?", removed)
             conn.executemany("DELETE FROM dlq WHERE queue = ?", removed)
+            conn.executemany("DELETE FROM group_controls WHERE queue = ?", removed)
         if deleted:
             conn.executemany("DELETE FROM jobs WHERE id = ?", deleted)
             conn.executemany("DELETE FROM results WHERE job_id = ?", deleted)
@@ -166,6 +174,12 @@ def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
             conn.executemany("DELETE FROM queues WHERE name = ?", cleared)
         if queues:
             conn.executemany("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)", queues)
+        if groups_cleared:
+            conn.executemany("DELETE FROM group_controls WHERE queue = ? AND group_id = ?", groups_cleared)
+        if groups:
+            conn.executemany(
+                "INSERT OR REPLACE INTO group_controls (queue, group_id, controls) VALUES (?, ?, ?)", groups
+            )
         if crons_deleted:
             conn.executemany("DELETE FROM crons WHERE name = ?", crons_deleted)
         if crons:
@@ -432,6 +446,10 @@ class SQLiteStore:
 
     def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
         self._changed().queues[queue] = settings
+        self.must_wait = True
+
+    def group_changed(self, queue: str, group_id: str, controls: dict[str, Any] | None) -> None:
+        self._changed().groups[(queue, group_id)] = controls
         self.must_wait = True
 
     def cron_changed(self, name: str, record: dict[str, Any]) -> None:

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness import RawClient, ServerProcess
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 
 REPEAT_EVERY = "Cron repeatEvery must be a positive safe integer number of milliseconds"
 FIELD_COUNT = "Invalid cron expression: Cron expression must have 5 fields, or 6 fields with leading seconds"

@@ -6,7 +6,8 @@ import time
 from typing import Any
 
 import pytest
-from harness import RawClient
+
+from bunqueue._testbase.frames import RawClient
 
 RELATIONS = "repeat jobs cannot participate in parent or dependency relationships"
 JOB_ID = "repeat jobs cannot use JobOptions.jobId; use repeat.jobId instead"

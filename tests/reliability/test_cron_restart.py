@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import RawClient
 from test_restart import restart, start
+
+from bunqueue._testbase.frames import RawClient
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
