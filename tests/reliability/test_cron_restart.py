@@ -9,6 +9,7 @@ import pytest
 from test_restart import restart, start
 
 from bunqueue._testbase.frames import RawClient
+from bunqueue.storage import schema
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
@@ -100,7 +101,8 @@ def test_a_version_1_file_is_upgraded(tmp_path: Path) -> None:
     finally:
         proc.stop()
     conn = sqlite3.connect(data)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(schema.SCHEMA_VERSION),)
     conn.close()
 
 
