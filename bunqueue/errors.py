@@ -14,6 +14,10 @@ NOT_AUTHENTICATED = "Not authenticated"
 INVALID_TOKEN = "Invalid token"
 RATE_LIMIT_EXCEEDED = "Rate limit exceeded"
 INTERNAL_ERROR = "Internal server error"
+INVALID_REQ_ID = "reqId must be a string or a number"
+REPLY_NOT_ENCODABLE = "Reply could not be encoded"
+# Values a client sent are cut to this many characters where they appear in an error text.
+MAX_SHOWN_CHARS = 200
 
 
 def storage_write_failed(reason: str) -> str:
@@ -21,12 +25,28 @@ def storage_write_failed(reason: str) -> str:
 
 
 def unknown_command(cmd: object) -> str:
-    if isinstance(cmd, (bytes, bytearray)):
-        # The reference stringifies a binary cmd the way JS prints a Uint8Array.
-        cmd = ",".join(str(b) for b in cmd)
-    elif cmd is True or cmd is False:
-        cmd = "true" if cmd else "false"
-    return f"Unknown command: {cmd}"
+    return f"Unknown command: {shown(cmd)}"
+
+
+def shown(value: object, depth: int = 0) -> str:
+    """A client's value as the reference's error texts print it (JS ``String()``), cut to a bounded size."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (bytes, bytearray)):
+        # JS prints a Uint8Array as its bytes joined by commas.
+        text = ",".join(str(b) for b in value[:MAX_SHOWN_CHARS])
+    elif value is True or value is False:
+        text = "true" if value else "false"
+    elif isinstance(value, dict):
+        text = "[object Object]"
+    elif isinstance(value, (list, tuple)):
+        # JS joins an array's items with commas, nested arrays flattened; deep or long ones are cut.
+        text = "" if depth > 8 else ",".join(shown(v, depth + 1) for v in value[:MAX_SHOWN_CHARS])
+    elif value is None:
+        text = ""
+    else:
+        text = str(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
 
 
 def frame_too_large(length: int) -> str:

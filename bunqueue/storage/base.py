@@ -10,11 +10,25 @@ import asyncio
 from typing import Any, Protocol
 
 from bunqueue._core.jobs import Job
+from bunqueue.storage.schema import Snapshot
 
 
 class Store(Protocol):
     # Whether rows outlive the process: a completed job evicted from memory is still on disk.
     persistent: bool
+
+    def open(self, completed_state: int, keep_completed: int) -> Snapshot | None:
+        """Prepare the store before the loop serves anyone; what it kept, or None when it keeps nothing.
+
+        ``keep_completed`` is how many of the newest completed jobs (``completed_state``) come back.
+        """
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Begin accepting notifications on ``loop``."""
+
+    async def close(self) -> None:
+        """Make everything notified so far durable, then stop."""
+
     @property
     def status(self) -> dict[str, Any]:
         """StorageStatus: {diskFull, error, since}; error is None while writes succeed."""
@@ -66,6 +80,15 @@ class MemoryStore:
 
     __slots__ = ()
     persistent = False
+
+    def open(self, completed_state: int, keep_completed: int) -> None:
+        return None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
 
     @property
     def status(self) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""What the tests and benchmarks share: a real server process, a raw-frame client, free ports."""
