@@ -90,7 +90,8 @@ def _list(p: dict[str, str], q: Query, b: Body) -> Command:
     states = [s for name in ("state", "status", "states") for v in q.get(name, []) for s in v.split(",") if s]
     cmd: Command = {"cmd": "GetJobs", "queue": p["q"]}
     if states:
-        cmd["states"] = list(dict.fromkeys(states))
+        unique = list(dict.fromkeys(states))
+        cmd["state"] = unique[0] if len(unique) == 1 else unique
     for name in ("limit", "offset"):
         raw = first(q, name)
         if raw is not None:
@@ -229,12 +230,12 @@ ROUTES: tuple[Route, ...] = (
           OR_400, REQUIRED),
     Route("DELETE", "/webhooks/:id", lambda p, q, b: {"cmd": "RemoveWebhook", "webhookId": p["id"]}, OR_404),
     Route("PUT", "/webhooks/:id/enabled",
-          lambda p, q, b: {"cmd": "SetWebhookEnabled", "webhookId": p["id"], **pick(b, "enabled")}, OR_400),
+          lambda p, q, b: {"cmd": "SetWebhookEnabled", "id": p["id"], **pick(b, "enabled")}, OR_400),
     Route("GET", "/workers", fixed("ListWorkers")),
     Route("POST", "/workers", _register_worker, OR_400, REQUIRED),
     Route("DELETE", "/workers/:id", lambda p, q, b: {"cmd": "UnregisterWorker", "workerId": p["id"]}, OR_404),
     Route("POST", "/workers/:id/heartbeat",
-          lambda p, q, b: {"cmd": "Heartbeat", "workerId": p["id"], **pick(b, "activeJobs", "processed", "failed")},
+          lambda p, q, b: {"cmd": "Heartbeat", "id": p["id"], **pick(b, "activeJobs", "processed", "failed")},
           body=LENIENT),
 )
 

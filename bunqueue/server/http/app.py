@@ -14,11 +14,15 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgpack
 from aiohttp import web
 
 from bunqueue import errors
-from bunqueue.http import routes
-from bunqueue.http.answers import Answers
+from bunqueue._core.packer import ReplyPacker
+from bunqueue.server.commands import check_token
+from bunqueue.server.http import routes
+from bunqueue.server.http.answers import Answers
+from bunqueue.server.http.streams import EventFeed
 from bunqueue.server.ratelimit import RequestRateLimiter
 
 Executor = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -32,35 +36,41 @@ PREFLIGHT_HEADERS = {
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-def _json_default(value: Any) -> Any:
-    # JS `undefined` inside data or results has no JSON form: it reads as absent (null in arrays).
-    if isinstance(value, bytes):
-        return None
-    return None
+_PACKER = ReplyPacker()
+_UNDEFINED = object()
 
 
-def _finite(value: Any) -> Any:
+def _ext(code: int, data: bytes) -> Any:
+    return _UNDEFINED if code == 0 else None
+
+
+def _plain(value: Any) -> Any:
+    """JSON's view of a wire value: JS `undefined` is left out of objects and null in arrays (as
+    JSON.stringify does), integral floats within 2^53 print as integers."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not _UNDEFINED}
+    if isinstance(value, list):
+        return [None if v is _UNDEFINED else _plain(v) for v in value]
     if isinstance(value, float):
         if not math.isfinite(value):
             return None
         if value.is_integer() and abs(value) < 2**53:
             return int(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
     return value
 
 
 def dumps(doc: Any) -> str:
-    return json.dumps(_finite(doc), separators=(",", ":"), default=_json_default, ensure_ascii=False)
+    """A reply as JSON, through the same encoder as a TCP reply so both transports show the same fields."""
+    wire = msgpack.unpackb(_PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=_ext)
+    return json.dumps(_plain(wire), separators=(",", ":"), ensure_ascii=False)
 
 
 class HttpApi:
-    def __init__(self, execute: Executor, answers: Answers, *, tokens: frozenset[str], cors_origins: str,
-                 metrics_auth: bool, rate_limit: int, rate_window_ms: int) -> None:
+    def __init__(self, execute: Executor, answers: Answers, feed: EventFeed, *, tokens: frozenset[str],
+                 cors_origins: str, metrics_auth: bool, rate_limit: int, rate_window_ms: int) -> None:
         self.execute = execute
         self.answers = answers
+        self.feed = feed
         self.tokens = tokens
         self.origin = cors_origins
         self.metrics_auth = metrics_auth
@@ -71,16 +81,20 @@ class HttpApi:
     # -- responses ---------------------------------------------------------------------------------
 
     def json(self, doc: Any, status: int = 200, *, cors: bool = True) -> web.Response:
-        headers = {"Access-Control-Allow-Origin": self.origin} if cors else {}
-        return web.Response(text=dumps(doc), status=status, content_type=JSON_TYPE, headers=headers)
+        headers = {"Content-Type": JSON_TYPE}
+        if cors:
+            headers["Access-Control-Allow-Origin"] = self.origin
+        return web.Response(body=dumps(doc).encode(), status=status, headers=headers)
 
     def error(self, message: str, status: int, *, cors: bool = True) -> web.Response:
         return self.json({"ok": False, "error": message}, status, cors=cors)
 
-    def text(self, body: str, status: int = 200, content_type: str = "text/plain", *, cors: bool = True,
-             charset: str | None = "utf-8") -> web.Response:
-        headers = {"Access-Control-Allow-Origin": self.origin} if cors else {}
-        return web.Response(text=body, status=status, content_type=content_type, charset=charset, headers=headers)
+    def text(self, body: str, status: int = 200, content_type: str = "text/plain;charset=utf-8", *,
+             cors: bool = True) -> web.Response:
+        headers = {"Content-Type": content_type}
+        if cors:
+            headers["Access-Control-Allow-Origin"] = self.origin
+        return web.Response(body=body.encode(), status=status, headers=headers)
 
     # -- checks ------------------------------------------------------------------------------------
 
@@ -90,8 +104,6 @@ class HttpApi:
         header = request.headers.get("Authorization", "")
         # The original removes the first "Bearer " wherever it stands and compares the rest.
         token = header.replace("Bearer ", "", 1)
-        from bunqueue.server.tcp import check_token
-
         return check_token(token, self.tokens)
 
     def allowed(self, request: web.Request) -> bool:
@@ -128,13 +140,15 @@ class HttpApi:
         if found is None:
             return self.error("Not found", 404)
         route, params = found
+        query = {key: request.rel_url.query.getall(key) for key in request.rel_url.query}
         body = await self.body(request, route)
         if body is None:
             return self.error("Invalid JSON body", 400)
         if route.special is not None:
             doc, status = await self.answers.special(route.special, params, request.rel_url.query, body)
             return self.json(doc, status)
-        reply = await self.execute(route.build(params, request.rel_url.query, body))  # type: ignore[misc]
+        assert route.build is not None
+        reply = await self.execute(route.build(params, query, body))
         reply.pop("reqId", None)
         return self.json(reply, routes.status_for(route, reply))
 
@@ -147,7 +161,7 @@ class HttpApi:
                 if not self.authorized(request):
                     return self.error("Unauthorized", 401, cors=False)
             text = await self.answers.prometheus()
-            return self.text(text, content_type="text/plain; version=0.0.4", charset="utf-8")
+            return self.text(text, content_type="text/plain; version=0.0.4; charset=utf-8")
         if path in ("/gc", "/heapstats"):
             if not self.authorized(request):
                 return self.error("Unauthorized", 401, cors=False)
@@ -157,7 +171,10 @@ class HttpApi:
             return self.error(errors.RATE_LIMIT_EXCEEDED, 429, cors=False)
         if not self.authorized(request):
             return self.error("Unauthorized", 401, cors=False)
-        return await self.answers.stream(request, path)
+        queue = path.split("/queues/", 1)[1] if "/queues/" in path else None
+        if path == "/ws" or path.startswith("/ws/"):
+            return await self.feed.websocket(request, queue, self.feed.handle_text)
+        return await self.feed.sse(request, queue)
 
     async def body(self, request: web.Request, route: routes.Route) -> dict[str, Any] | None:
         """The JSON body as the route reads it; None when it is not valid JSON."""
@@ -171,7 +188,8 @@ class HttpApi:
             doc = json.loads(text)
         except ValueError:
             return {} if route.body == routes.LENIENT else None
-        return doc if isinstance(doc, dict) else {"_": doc}
+        # A body that is JSON but not an object has no fields to read: refused like unreadable JSON.
+        return doc if isinstance(doc, dict) else None
 
     async def health(self, path: str) -> web.Response:
         if path in ("/healthz", "/live"):
