@@ -12,15 +12,24 @@ class TlsConfigError(Exception):
     """The TLS files cannot be used; the message says which and why."""
 
 
+def _check_readable(path: str) -> None:
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise TlsConfigError(f"TLS file not found: {path}") from None
+    except OSError as exc:
+        raise TlsConfigError(f"TLS file not readable: {path} ({exc.strerror})") from None
+
+
 def server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    # ssl's own errors do not say which file is missing: look first.
+    _check_readable(cert_file)
+    _check_readable(key_file)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         context.load_cert_chain(cert_file, key_file)
-    except FileNotFoundError as exc:
-        raise TlsConfigError(f"TLS file not found: {exc.filename}") from None
-    except PermissionError as exc:
-        raise TlsConfigError(f"TLS file not readable: {exc.filename}") from None
     except ssl.SSLError as exc:
         reason = exc.reason or str(exc)
         raise TlsConfigError(f"TLS certificate {cert_file} and key {key_file} cannot be used: {reason}") from None
