@@ -136,9 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     configure_logging(settings)
-    from bunqueue.storage.schema import StorageError
-
     from bunqueue.server.tls import TlsConfigError
+    from bunqueue.storage.schema import StorageError
 
     try:
         _run(settings)
