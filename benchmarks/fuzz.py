@@ -21,6 +21,8 @@ from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.fuzzer import FuzzConnection, Verdict, batches
 from bunqueue._testbase.server import ServerProcess
 
+RUN_EXAMPLES = 100
+
 
 class OutOfTime(Exception):
     """The time budget ran out: stop generating (no shrinking happens in the generate-only phase)."""
@@ -33,20 +35,24 @@ def fuzz(
     conn = FuzzConnection(addr, "")
     started = time.monotonic()
 
-    @settings(max_examples=max(1, frames // batch), deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(bodies=batches(batch))
     def one(bodies: list[bytes]) -> None:
         if time.monotonic() - started > seconds:
             raise OutOfTime
         conn.queue = f"fuzz-healthy-{next(queues)}"
         conn.run(bodies, verdict)
-        if progress and verdict.frames % (batch * 200) == 0:
-            rate = verdict.frames / (time.monotonic() - started)
-            print(f"{verdict.frames} frames, {rate:.0f}/s", file=sys.stderr, flush=True)
 
+    # Hypothesis remembers every example of a run; short runs keep this process's memory flat.
+    examples = max(1, frames // batch)
+    run = settings(max_examples=min(examples, RUN_EXAMPLES), deadline=None, database=None,
+                   phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
+        given(bodies=batches(batch))(one)
+    )
     try:
-        one()
+        while verdict.frames < frames:
+            run()
+            if progress:
+                rate = verdict.frames / (time.monotonic() - started)
+                print(f"{verdict.frames} frames, {rate:.0f}/s", file=sys.stderr, flush=True)
     except OutOfTime:
         pass
     finally:
@@ -82,6 +88,7 @@ def main() -> int:
     print(f"frames {verdict.frames}, replies {verdict.replies}, in {elapsed:.0f} s")
     print(f"hangs {verdict.hangs}, internal errors {len(verdict.internal_errors)}, "
           f"silent closes {verdict.silent_closes}, healthy jobs lost {verdict.lost_jobs}, server alive {alive}")
+    print(f"replies that could not be encoded (admitted data the encoder cannot write): {verdict.unencodable}")
     for reply in verdict.internal_errors[:5]:
         print("internal error:", reply)
     bad = verdict.hangs or verdict.internal_errors or verdict.silent_closes or verdict.lost_jobs or not alive

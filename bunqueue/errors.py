@@ -5,7 +5,19 @@ processing"), so they are written exactly as the reference server sends them and
 """
 from __future__ import annotations
 
+from typing import Any
+
+# Wire constants. Each has this one home; the compiled modules take theirs from here (or, where C needs a
+# constant at compile time, from ``_core/wire.pxd``, which a unit test holds equal to these).
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: A frame's length header is a uint32.
+MAX_FRAME_HEADER = 0xFFFFFFFF
+#: msgpackr writes an integral number in [INT32_MIN, UINT32_MAX] as an integer, anything else as float64.
+INT32_MIN = -2147483648
+UINT32_MAX = 4294967295
+#: How deeply a value the broker keeps (job data, a result) may nest: every reply and storage record that
+#: carries it must stay within the encoders' depth limits, which sit above this with room to spare.
+MAX_VALUE_DEPTH = 500
 
 # Framing and dispatch.
 INVALID_COMMAND_FORMAT = "Invalid command format"
@@ -16,8 +28,6 @@ RATE_LIMIT_EXCEEDED = "Rate limit exceeded"
 INTERNAL_ERROR = "Internal server error"
 INVALID_REQ_ID = "reqId must be a string or a number"
 REPLY_NOT_ENCODABLE = "Reply could not be encoded"
-# Values a client sent are cut to this many characters where they appear in an error text.
-MAX_SHOWN_CHARS = 200
 
 
 def storage_write_failed(reason: str) -> str:
@@ -28,25 +38,39 @@ def unknown_command(cmd: object) -> str:
     return f"Unknown command: {shown(cmd)}"
 
 
-def shown(value: object, depth: int = 0) -> str:
-    """A client's value as the reference's error texts print it (JS ``String()``), cut to a bounded size."""
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, (bytes, bytearray)):
-        # JS prints a Uint8Array as its bytes joined by commas.
-        text = ",".join(str(b) for b in value[:MAX_SHOWN_CHARS])
-    elif value is True or value is False:
-        text = "true" if value else "false"
-    elif isinstance(value, dict):
-        text = "[object Object]"
-    elif isinstance(value, (list, tuple)):
-        # JS joins an array's items with commas, nested arrays flattened; deep or long ones are cut.
-        text = "" if depth > 8 else ",".join(shown(v, depth + 1) for v in value[:MAX_SHOWN_CHARS])
-    elif value is None:
-        text = ""
-    else:
-        text = str(value)
-    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
+class FrameTooLarge(ValueError):
+    """A frame header declared more bytes than the reader accepts.
+
+    `frames` holds the payloads that were completed earlier in the same chunk, so none is lost.
+    """
+
+    def __init__(self, length: int, max_frame: int, frames: list[bytes] | None = None) -> None:
+        # All three go to args so that the exception survives pickling (cls(*args)).
+        super().__init__(length, max_frame, frames if frames is not None else [])
+
+    @property
+    def length(self) -> int:
+        return int(self.args[0])
+
+    @property
+    def max_frame(self) -> int:
+        return int(self.args[1])
+
+    @property
+    def frames(self) -> list[bytes]:
+        frames: list[bytes] = self.args[2]
+        return frames
+
+    def __str__(self) -> str:
+        return f"frame of {self.args[0]} bytes exceeds the limit of {self.args[1]} bytes"
+
+
+class BadFrame(Exception):
+    """The frame is not a command: the reply is this error text, without a reqId."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def frame_too_large(length: int) -> str:
@@ -65,20 +89,76 @@ JOB_NAME_INVALID = "Job name must be a non-empty string of at most 256 character
 JOB_DATA_TOO_LARGE = "Job data too large (max 10MB)"
 
 
-def not_processing(job_id: str) -> str:
-    return f"Job not found or not in processing state: {job_id}"
+#: The longest rendering of a request value that an error text quotes.
+MAX_SHOWN_CHARS = 256
+
+
+def shown(value: Any) -> str:
+    """A request value as JS ``String()`` writes it into the reference's texts, cut at MAX_SHOWN_CHARS.
+
+    Arrays join their items with commas (null and undefined as empty), objects are ``[object Object]``.
+    Iterative, and it stops once the text is long enough, so no value makes an error path recurse or
+    run long, however deep or wide it is.
+    """
+    if type(value) is str:
+        return value[:MAX_SHOWN_CHARS]
+    if value is None:
+        return "null"
+    parts: list[str] = []
+    size = 0
+    # Items still to render, next on top; _COMMA marks where a comma goes.
+    pending: list[Any] = [value]
+    while pending and size < MAX_SHOWN_CHARS:
+        item = pending.pop()
+        if item is _COMMA:
+            text = ","
+        elif type(item) in (list, tuple):
+            pending.extend(_interleave_commas(item))
+            continue
+        elif item is None:
+            text = ""
+        elif item is True or item is False:
+            text = "true" if item else "false"
+        elif type(item) is float and item.is_integer():
+            text = str(int(item))
+        elif isinstance(item, (bytes, bytearray)):
+            text = ",".join(str(b) for b in item[:MAX_SHOWN_CHARS])
+        elif isinstance(item, (str, int, float)):
+            text = str(item)
+        else:
+            text = "[object Object]"
+        parts.append(text)
+        size += len(text)
+    return "".join(parts)[:MAX_SHOWN_CHARS]
+
+
+_COMMA = object()
+
+
+def _interleave_commas(items: list[Any] | tuple[Any, ...]) -> list[Any]:
+    """``items`` reversed (for a stack) with a comma marker between neighbours."""
+    out: list[Any] = []
+    for i, item in enumerate(reversed(items[:MAX_SHOWN_CHARS])):
+        if i:
+            out.append(_COMMA)
+        out.append(item)
+    return out
+
+
+def not_processing(job_id: object) -> str:
+    return f"Job not found or not in processing state: {shown(job_id)}"
 
 
 def dependency_not_found(job_id: str) -> str:
-    return f"Dependency job not found: {job_id}"
+    return f"Dependency job not found: {shown(job_id)}"
 
 
 def lock_token_required(job_id: str) -> str:
-    return f"Lock token required for job {job_id}"
+    return f"Lock token required for job {shown(job_id)}"
 
 
 def invalid_lock_token(job_id: str) -> str:
-    return f"Invalid or expired lock token for job {job_id}"
+    return f"Invalid or expired lock token for job {shown(job_id)}"
 
 
 def batch_item(index: int, message: str) -> str:
@@ -86,7 +166,7 @@ def batch_item(index: int, message: str) -> str:
 
 
 def group_full(group_id: str, limit: int) -> str:
-    return f"Group {group_id} has reached its maximum size of {limit}"
+    return f"Group {shown(group_id)} has reached its maximum size of {limit}"
 
 
 ACKB_TOKENS_LENGTH = "ACKB tokens length must match ids length"
@@ -149,6 +229,18 @@ def must_be_non_empty_string(field: str) -> str:
     return f"{field} must be a non-empty string"
 
 
+def must_be_positive_safe_integer(field: str) -> str:
+    return f"{field} must be a positive safe integer"
+
+
+def must_not_contain_nul(field: str) -> str:
+    return f"{field} must not contain NUL characters"
+
+
+def must_be_string_or_null(field: str) -> str:
+    return f"{field} must be a string or null"
+
+
 GROUP_PRIORITY_RANGE = "group.priority must be between 0 and 2097151"
 GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
 GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"
@@ -166,6 +258,10 @@ FAILED_NOT_IN_DLQ = "Failed job not in DLQ"
 FLOW_DATA_NOT_OBJECT = "flow job data must be an object"
 
 
+def nested_too_deeply(field: str) -> str:
+    return f"{field} must not be nested more than {MAX_VALUE_DEPTH} levels deep"
+
+
 def is_required(field: str) -> str:
     return f"{field} is required"
 
@@ -179,7 +275,7 @@ def cannot_move_to_wait(state: str) -> str:
 
 
 def flow_key_reserved(key: str) -> str:
-    return f"flow job data key is reserved: {key}"
+    return f"flow job data key is reserved: {shown(key)}"
 
 
 def must_be_string_or_array(field: str) -> str:
@@ -203,7 +299,7 @@ def item_error(field: str, index: int, message: str) -> str:
 
 
 def dedup_replace_blocked(job_id: str) -> str:
-    return f"Cannot replace deduplicated job {job_id} because live jobs depend on it"
+    return f"Cannot replace deduplicated job {shown(job_id)} because live jobs depend on it"
 
 
 def stalled_at_max_attempts(max_attempts: int) -> str:

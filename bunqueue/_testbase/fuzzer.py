@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bunqueue import errors
 from bunqueue._testbase.frames import RawClient, frame
-from bunqueue.server.commands import HANDLERS
+from bunqueue.server.runner import HANDLERS
 
 COMMANDS = sorted(HANDLERS)
 # Commands that may wait: their timeout stays 0, so a reply that does not come is a hang, not a wait.
@@ -100,6 +100,8 @@ class Verdict:
     silent_closes: int = 0
     lost_jobs: int = 0
     extra_replies: int = 0
+    # Replies replaced because the server could not encode them: data it admitted but cannot send back.
+    unencodable: int = 0
 
 
 class FuzzConnection:
@@ -140,6 +142,8 @@ class FuzzConnection:
         for reply in replies:
             if reply.get("error") == errors.INTERNAL_ERROR:
                 verdict.internal_errors.append(reply)
+            elif reply.get("error") == errors.REPLY_NOT_ENCODABLE:
+                verdict.unencodable += 1
         pushed, pulled = by_id.get("healthy-push"), by_id.get("healthy-pull")
         job = pulled.get("job") if pulled else None
         if not (pushed and pushed.get("ok") and job and job.get("id") == pushed.get("id")):

@@ -31,7 +31,7 @@ class ServerProcess:
     def addr(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
 
-    def start(self, timeout: float = 15.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         cmd = [
             sys.executable, "-m", "bunqueue", "start", "--host", "127.0.0.1",
             "--tcp-port", str(self.port), "--http-port", str(self.http_port), *self.args,

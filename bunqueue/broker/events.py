@@ -6,6 +6,7 @@ touches a socket.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bunqueue._core.jobs import NO_DATA, Job
@@ -25,9 +26,10 @@ RESUMED = "resumed"
 
 
 class EventHub:
-    __slots__ = ("by_queue",)
+    __slots__ = ("by_queue", "clock")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = now_ms) -> None:
+        self.clock = clock
         # Queue name -> subscribed sessions. A session listens to at most one queue.
         self.by_queue: dict[str, set[Session]] = {}
 
@@ -57,7 +59,7 @@ class EventHub:
         listeners = self.by_queue.get(queue)
         if not listeners:
             return
-        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now_ms()}
+        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": self.clock()}
         event.update(fields)
         frame = {"type": "event", "event": event}
         for session in listeners:

@@ -1,33 +1,162 @@
 """One queue's scheduling state: the ready heap, group lanes, the delayed heap and O(1) counters."""
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any
 
-from bunqueue._core.jobs import Job
+from bunqueue._core.groups import ANY_LANE, NO_LANE, GroupClaim, GroupScheduler
+from bunqueue._core.jobs import Job, wire_number
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.clock import now_ms
-from bunqueue.broker.limits import QueueLimits
-from bunqueue.broker.stalls import DEFAULT_STALL_CONFIG, merged_config
+from bunqueue.broker.options import js_finite
+
+# -- the controls a queue persists besides pause and DLQ policy: stall settings, rate and concurrency
+
+DEFAULT_STALL_CONFIG: dict[str, Any] = {
+    "enabled": True, "stallInterval": 30000, "maxStalls": 3, "gracePeriod": 5000,
+}
+NUMERIC_KEYS = ("stallInterval", "maxStalls", "gracePeriod")
+
+
+def merged_config(current: dict[str, Any], update: Any) -> dict[str, Any]:
+    """SetStallConfig: numeric fields (numeric strings coerced, null kept, junk dropped) and ``enabled``."""
+    out = dict(current)
+    if type(update) is not dict:
+        return out
+    for key, value in update.items():
+        if key == "enabled":
+            if value is True or value is False:
+                out[key] = value
+        elif key in NUMERIC_KEYS:
+            if value is None:
+                out[key] = None
+            else:
+                number = js_finite(value)
+                if number is not None:
+                    out[key] = wire_number(number)
+    return out
+
+
+DEFAULT_RATE_DURATION = 1000.0
+
+
+class QueueLimits:
+    __slots__ = ("concurrency", "rate_duration", "rate_expires_at", "rate_max", "refilled_at", "tokens")
+
+    def __init__(self) -> None:
+        # The configured limit as given (may be fractional, 0 or negative), or None.
+        self.rate_max: float | None = None
+        # As given, or None for the 1 s default.
+        self.rate_duration: float | None = None
+        self.rate_expires_at: float | None = None
+        self.tokens = 0.0
+        self.refilled_at = 0.0
+        self.concurrency: float | None = None
+
+    def set_rate(self, limit: float, duration: float | None, ttl: float | None, now: float) -> None:
+        self.rate_max = limit
+        self.rate_duration = duration
+        self.rate_expires_at = None if ttl is None else now + ttl
+        self.tokens = limit
+        self.refilled_at = now
+
+    def clear_rate(self) -> None:
+        self.rate_max = self.rate_duration = self.rate_expires_at = None
+
+    @property
+    def empty(self) -> bool:
+        return self.rate_max is None and self.concurrency is None
+
+    def expire_rate(self, now: float) -> bool:
+        """Drop a rate limit whose ttl has run out; True if one was dropped."""
+        expires_at = self.rate_expires_at
+        if expires_at is not None and now >= expires_at:
+            self.clear_rate()
+            return True
+        return False
+
+    def _refill(self, now: float) -> float:
+        assert self.rate_max is not None
+        rate = self._rate_per_ms()
+        if rate > 0:
+            self.tokens = min(self.rate_max, self.tokens + (now - self.refilled_at) * rate)
+        self.refilled_at = now
+        return self.tokens
+
+    def _rate_per_ms(self) -> float:
+        assert self.rate_max is not None
+        duration = self.rate_duration if self.rate_duration is not None else DEFAULT_RATE_DURATION
+        return self.rate_max / duration
+
+    def rate_room(self, now: float) -> int:
+        """Whole tokens in the bucket now."""
+        tokens = self._refill(now)
+        return int(tokens) if tokens >= 1 else 0
+
+    def token_due(self, now: float) -> float | None:
+        """When the bucket next holds a whole token (or the limit expires), if that ever happens."""
+        due = self.rate_expires_at
+        rate = self._rate_per_ms()
+        if rate > 0:
+            at = now + (1.0 - self.tokens) / rate
+            due = at if due is None else min(due, at)
+        return due
+
+    def rate_ttl(self, now: float, max_jobs: float | None) -> int | float:
+        """GetQueueLimits rateLimitTtl: the remaining limit ttl if it has one, else the token cooldown.
+
+        With ``max_jobs`` the cooldown is 0 until that many tokens have been consumed, as in the reference.
+        """
+        if self.rate_expires_at is not None:
+            return wire_number(max(0.0, self.rate_expires_at - now))
+        assert self.rate_max is not None
+        tokens = self._refill(now)
+        if max_jobs is not None and self.rate_max - tokens < max_jobs:
+            return 0
+        rate = self._rate_per_ms()
+        if tokens >= 1 or rate <= 0:
+            return 0
+        return math.ceil((1.0 - tokens) / rate)
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.rate_max is not None:
+            out["rateLimit"] = self.rate_max
+            out["rateLimitDuration"] = self.rate_duration
+            out["rateLimitExpiresAt"] = self.rate_expires_at
+        if self.concurrency is not None:
+            out["concurrencyLimit"] = self.concurrency
+        return out
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], now: float) -> QueueLimits | None:
+        limits = cls()
+        rate = js_finite(settings.get("rateLimit"))
+        if rate is not None:
+            duration = js_finite(settings.get("rateLimitDuration"))
+            expires_at = js_finite(settings.get("rateLimitExpiresAt"))
+            limits.set_rate(rate, duration, None, now)
+            limits.rate_expires_at = expires_at
+        limits.concurrency = js_finite(settings.get("concurrencyLimit"))
+        return None if limits.empty else limits
 
 
 class QueueState:
     """Jobs of one queue: heaps for those waiting to run, id sets for the others.
 
-    Ungrouped ready jobs sit in one heap in the reference order. Grouped jobs wait in one lane per group
-    (lower intra-group priority first, then admission order) and are served round-robin, after any ready
-    ungrouped job. Delayed jobs sit in a time heap until their run time passes; they are moved to the
-    ready side lazily, by whoever looks next, so no timer runs per delayed job.
+    Ungrouped ready jobs sit in one heap in the reference order. Grouped jobs wait in the compiled group
+    lanes (``bunqueue._core.groups``), served round-robin after any ready ungrouped job. Delayed jobs sit
+    in a time heap until their run time passes; they are moved to the ready side lazily, by whoever looks
+    next, so no timer runs per delayed job.
     """
 
     __slots__ = (
         "active",
         "completed",
         "delayed",
-        "delayed_by_group",
         "dlq_config",
-        "lanes",
+        "groups",
         "limits",
         "n_active",
         "n_completed",
@@ -37,7 +166,6 @@ class QueueState:
         "name",
         "paused",
         "ready",
-        "rotation",
         "stall_config",
         "stall_watch",
         "waiters",
@@ -47,12 +175,9 @@ class QueueState:
     def __init__(self, name: str) -> None:
         self.name = name
         self.ready = ReadyQueue()
-        self.lanes: dict[str, ReadyQueue] = {}
-        # Groups with ready jobs, in round-robin order: the head is served next.
-        self.rotation: deque[str] = deque()
+        # Grouped jobs (ready, and counts of delayed and active ones) and the group controls.
+        self.groups = GroupScheduler()
         self.delayed = TimerHeap()
-        # Delayed jobs per group: with the lanes, the pending depth that groupMaxSize caps.
-        self.delayed_by_group: dict[str, int] = {}
         self.paused = False
         self.n_waiting = 0
         self.n_prioritized = 0
@@ -75,6 +200,15 @@ class QueueState:
         # stall detection is disabled for this queue.
         self.stall_watch: dict[str, None] | None = {}
 
+    def wake(self, n: int) -> None:
+        """Let up to ``n`` long-polling pulls of this queue look again."""
+        waiters = self.waiters
+        while n > 0 and waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
+
     # -- ready side --------------------------------------------------------------------------------
 
     def add_ready(self, job: Job) -> None:
@@ -82,13 +216,10 @@ class QueueState:
         if group is None:
             self.ready.push(job.id, job.priority, job.lifo, job.run_at, job.seq)
         else:
-            lane = self.lanes.get(group)
-            if lane is None:
-                lane = self.lanes[group] = ReadyQueue()
-            if not lane:
-                self.rotation.append(group)
-            # Lanes run lower priorities first and ignore LIFO and run time: admission order breaks ties.
-            lane.push(job.id, -job.priority, False, 0.0, job.seq)
+            self.groups.add(job.id, group, job.priority, job.seq)
+        self._count_in(job)
+
+    def _count_in(self, job: Job) -> None:
         if job.priority > 0:
             self.n_prioritized += 1
         else:
@@ -99,27 +230,24 @@ class QueueState:
         if group is None:
             removed = self.ready.remove(job.id)
         else:
-            lane = self.lanes.get(group)
-            removed = lane is not None and lane.remove(job.id)
-            if removed and not lane:
-                self._drop_lane(group)
+            removed = self.groups.remove(job.id, group, 0.0)
         if removed:
             self._count_out(job)
         return removed
 
-    def pop_ready(self) -> str | None:
-        """The next job id to run, or None. The caller counts it out with ``took``."""
-        job_id = self.ready.pop()
-        if job_id is not None or not self.rotation:
-            return job_id
-        group = self.rotation[0]
-        lane = self.lanes[group]
-        job_id = lane.pop()
-        if lane:
-            self.rotation.rotate(-1)
-        else:
-            self._drop_lane(group)
-        return job_id
+    def pop_ready(self, now: float, claim: GroupClaim | None) -> str | None:
+        """The next job id to run under a pull's group defaults, or None. The caller counts it out with
+        ``took``; a grouped job counts as active in its group from here."""
+        if claim is None or claim.lanes == ANY_LANE:
+            job_id = self.ready.pop()
+            if job_id is not None:
+                return job_id
+        elif claim.lanes == NO_LANE:
+            return self.ready.pop()
+        groups = self.groups
+        if not groups.ready_count:
+            return None
+        return groups.claim(now, claim)
 
     def took(self, job: Job) -> None:
         self._count_out(job)
@@ -130,19 +258,12 @@ class QueueState:
         else:
             self.n_waiting -= 1
 
-    def _drop_lane(self, group: str) -> None:
-        del self.lanes[group]
-        try:
-            self.rotation.remove(group)
-        except ValueError:
-            pass
-
     # -- delayed side ------------------------------------------------------------------------------
 
     def add_delayed(self, job: Job) -> None:
         self.delayed.push(job.id, job.run_at)
         if job.group_id is not None:
-            self.delayed_by_group[job.group_id] = self.delayed_by_group.get(job.group_id, 0) + 1
+            self.groups.add_delayed(job.group_id)
 
     def promote_due(self, now: float, jobs: dict[str, Job], ready_state: int) -> None:
         """Move every delayed job whose run time has passed to the ready side."""
@@ -150,17 +271,18 @@ class QueueState:
         due = delayed.peek_time()
         if due is None or due > now:
             return
-        by_group = self.delayed_by_group
+        groups = self.groups
         for job_id in delayed.pop_due(now):
             job = jobs[job_id]
-            if job.group_id is not None:
-                by_group[job.group_id] -= 1
             job.state = ready_state
-            self.add_ready(job)
+            if job.group_id is None:
+                self.add_ready(job)
+            else:
+                groups.promote(job_id, job.group_id, job.priority, job.seq)
+                self._count_in(job)
 
     def group_depth(self, group: str) -> int:
-        lane = self.lanes.get(group)
-        return (len(lane) if lane is not None else 0) + self.delayed_by_group.get(group, 0)
+        return self.groups.depth(group)
 
     def next_run_at(self) -> float | None:
         return self.delayed.peek_time()
@@ -178,12 +300,12 @@ class QueueState:
             out["stallConfig"] = dict(self.stall_config)
         return out or None
 
-    def apply_settings(self, settings: dict[str, object]) -> None:
+    def apply_settings(self, settings: dict[str, object], now: float) -> None:
         """Controls read back from storage."""
         self.paused = bool(settings.get("paused", False))
         dlq_config = settings.get("dlqConfig")
         self.dlq_config = dict(dlq_config) if isinstance(dlq_config, dict) else None
-        self.limits = QueueLimits.from_settings(settings, now_ms())
+        self.limits = QueueLimits.from_settings(settings, now)
         stall_config = settings.get("stallConfig")
         if isinstance(stall_config, dict):
             self.stall_config = merged_config(DEFAULT_STALL_CONFIG, stall_config)
@@ -195,7 +317,7 @@ class QueueState:
         if not self.delayed.remove(job.id):
             return False
         if job.group_id is not None:
-            self.delayed_by_group[job.group_id] -= 1
+            self.groups.remove_delayed(job.group_id, 0.0)
         return True
 
     def remove_queued(self, job: Job) -> bool:
@@ -205,8 +327,7 @@ class QueueState:
     def queued_ids(self) -> list[str]:
         """Every waiting, prioritized and delayed job id, in no particular order."""
         ids = self.ready.ids()
-        for lane in self.lanes.values():
-            ids.extend(lane.ids())
+        ids.extend(self.groups.ids())
         ids.extend(self.delayed.keys())
         return ids
 
@@ -214,10 +335,8 @@ class QueueState:
         """Empty the heaps at once (Drain, Obliterate); the ids they held."""
         ids = self.queued_ids()
         self.ready.clear()
-        self.lanes.clear()
-        self.rotation.clear()
+        self.groups.clear(0.0)
         self.delayed.clear()
-        self.delayed_by_group.clear()
         self.n_waiting = self.n_prioritized = 0
         return ids
 
@@ -257,4 +376,15 @@ class QueueState:
             and not self.paused
             and self.limits is None
             and self.stall_config is None
+            and not self.groups.lane_count
         )
+
+
+class Queues(dict[str, QueueState]):
+    """The broker's queues by name; a queue exists from the first time anything names it."""
+
+    def of(self, name: str) -> QueueState:
+        q = self.get(name)
+        if q is None:
+            q = self[name] = QueueState(name)
+        return q

@@ -4,8 +4,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.session import Session
 
@@ -19,6 +20,7 @@ async def wait_for_jobs(
     lock_ttl: float,
     detach: bool,
     timeout_ms: float,
+    claim: GroupClaim | None = None,
 ) -> tuple[list[Job], list[str] | None]:
     """Pull up to ``count`` jobs, waiting up to ``timeout_ms`` for the first one.
 
@@ -27,11 +29,11 @@ async def wait_for_jobs(
     back to sleep if another waiter was faster.
     """
     loop = asyncio.get_running_loop()
-    deadline = now_ms() + timeout_ms
+    deadline = broker.clock() + timeout_ms
     session.waiting += 1
     try:
         while True:
-            now = now_ms()
+            now = broker.clock()
             if now >= deadline:
                 return [], [] if owner is not None else None
             wake_at = deadline
@@ -52,7 +54,7 @@ async def wait_for_jobs(
                     q.waiters.remove(fut)
                 except ValueError:
                     pass
-            jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, detach)
+            jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, detach, claim)
             if jobs:
                 return jobs, tokens
     finally:

@@ -6,17 +6,15 @@ import gc
 import logging
 import signal
 import time
-from functools import partial
 from typing import TYPE_CHECKING
 
 from bunqueue._core.packer import ReplyPacker
-from bunqueue.broker import Broker, states
-from bunqueue.broker.broker import now_ms
-from bunqueue.broker.deadletter import maintain as maintain_dlq
-from bunqueue.broker.deadlines import DLQ
+from bunqueue.broker import states
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.clock import now_ms
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner
+from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.server.tls import server_context
@@ -56,7 +54,7 @@ class BrokerServer:
         self.packer = ReplyPacker()
         self.tcp_server: asyncio.base_events.Server | None = None
         self.http: HttpListener | None = None
-        # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits).
+        # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits, DLQ).
         self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
 
@@ -68,14 +66,10 @@ class BrokerServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         self.recover(loop)
-        handlers = self.broker.deadline_handlers()
-        handlers[DLQ] = partial(maintain_dlq, self.broker)
-        self.deadlines = DeadlineScheduler(loop, handlers)
+        self.deadlines = DeadlineScheduler(loop, self.broker.deadline_handlers())
         self.broker.wake_at = self.deadlines.arm
-        self.broker.dlq.wake_at = partial(self.deadlines.arm, DLQ)
-        due = self.broker.dlq.next_due()
-        if due is not None:
-            self.deadlines.arm(DLQ, due)
+        for kind, due in self.broker.pending_deadlines():
+            self.deadlines.arm(kind, due)
         tls = self.settings.tls_files
         ssl_context = server_context(*tls) if tls else None
         # HTTP first: a client that sees the TCP port open may use the HTTP port at once.

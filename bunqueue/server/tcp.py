@@ -3,8 +3,9 @@
 One ``asyncio.Protocol`` per connection. Each frame goes to the ``CommandRunner`` as it is cut; replies
 that are ready at once are packed as they come and written in chunks, so a read burst of small replies
 costs one write. While the client does not read (the transport's buffer is above its high-water mark)
-or ``MAX_IN_FLIGHT`` of its commands are waiting, reading and frame handling pause: a connection's memory
-stays bounded by the high-water mark plus one reply, however much the client pipelines.
+frame handling and reading pause: a connection's memory stays bounded by the high-water mark plus one
+reply, however much the client pipelines. Frames beyond ``MAX_IN_FLIGHT`` waiting commands wait their
+turn in a backlog, and reading pauses too once that holds ``BACKLOG_LIMIT`` bytes.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from bunqueue import errors
 from bunqueue._core.framing import FrameReader, FrameTooLarge
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner, Reply, failed
 from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import CommandRunner, Reply, failed
 
 log = logging.getLogger("bunqueue.tcp")
 
@@ -26,6 +27,9 @@ MAX_IN_FLIGHT = 50
 # Frame handling pauses while this much is queued for a slow reader; the connection is dropped past
 # ``tcp_max_write_queue_bytes``.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
+# Reading also stops while this much of a client's frames waits for its turn (MAX_IN_FLIGHT commands
+# waiting): a small backlog keeps reading, so a client that goes away is noticed at once.
+BACKLOG_LIMIT = 1024 * 1024
 # Packed replies are handed to the transport once they add up to this much, not only at the end of a read.
 WRITE_CHUNK = 256 * 1024
 
@@ -50,6 +54,7 @@ class BrokerProtocol(asyncio.Protocol):
         self.tasks: set[asyncio.Task[None]] = set()
         # Frames cut but not handled yet, because the client stopped reading or too many commands wait.
         self.backlog: deque[bytes] = deque()
+        self.backlog_bytes = 0
         self.writing_paused = False
         # Packed replies not yet handed to the transport, and their size.
         self.chunks: list[bytes] = []
@@ -74,11 +79,13 @@ class BrokerProtocol(asyncio.Protocol):
         if self.partial_timer is not None:
             self.partial_timer.cancel()
         self.backlog.clear()
+        self.backlog_bytes = 0
         self.outbox = []
         self.runner.release(self)
 
     def pause_writing(self) -> None:
         self.writing_paused = True
+        self.throttle()
 
     def resume_writing(self) -> None:
         self.writing_paused = False
@@ -97,7 +104,7 @@ class BrokerProtocol(asyncio.Protocol):
                 self.transport.close()
             return
         if self.backlog:
-            self.backlog.extend(frames)
+            self.postpone(frames)
         else:
             self.run_frames(frames)
         self.watch_partial_frame()
@@ -116,24 +123,30 @@ class BrokerProtocol(asyncio.Protocol):
 
     def run_backlog(self) -> None:
         backlog = self.backlog
-        if not backlog:
-            return
         runner = self.runner
         while backlog and not (self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed):
-            reply = runner.run_frame(backlog.popleft(), self)
+            body = backlog.popleft()
+            self.backlog_bytes -= len(body)
+            reply = runner.run_frame(body, self)
             if reply is not None:
                 self.queue(reply)
         self.flush()
-        transport = self.transport
-        if not backlog and transport is not None and not transport.is_closing():
-            transport.resume_reading()
+        self.throttle()
 
     def postpone(self, frames: list[bytes]) -> None:
-        # Reading stops with frames left over: what the client sends meanwhile waits in its socket.
         self.backlog.extend(frames)
+        self.backlog_bytes += sum(map(len, frames))
+        self.throttle()
+
+    def throttle(self) -> None:
+        """Read only while the client reads its replies and its waiting frames are few."""
         transport = self.transport
-        if transport is not None and not transport.is_closing():
+        if transport is None or transport.is_closing():
+            return
+        if self.writing_paused or self.backlog_bytes > BACKLOG_LIMIT:
             transport.pause_reading()
+        else:
+            transport.resume_reading()
 
     # -- replies that come later -------------------------------------------------------------------
 

@@ -68,6 +68,9 @@ class Store(Protocol):
     def queue_removed(self, queue: str) -> None:
         """Obliterate: every row of the queue goes, including those no longer held in memory."""
 
+    def group_changed(self, queue: str, group_id: str, controls: dict[str, Any] | None) -> None:
+        """A group's stored controls (concurrency, rate limit, pause) changed; None = no controls."""
+
     def take_ticket(self) -> asyncio.Future[str | None] | None:
         """The commit that the reply to the command just handled must wait for, or None."""
 
@@ -122,6 +125,9 @@ class MemoryStore:
         pass
 
     def queue_removed(self, queue: str) -> None:
+        pass
+
+    def group_changed(self, queue: str, group_id: str, controls: dict[str, Any] | None) -> None:
         pass
 
     def take_ticket(self) -> None:

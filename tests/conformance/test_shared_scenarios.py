@@ -6,6 +6,7 @@ the spec) are informational and skipped; everything else in the listed files mus
 from __future__ import annotations
 
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -57,11 +58,18 @@ def _server_cmd() -> str:
     return f"{python} -m bunqueue start --host 127.0.0.1 --tcp-port {{port}} --http-port {{http_port}}"
 
 
+def _ports() -> str:
+    """A port range of this run's own: the runner's default range is shared by every runner on the host,
+    and two runs in it at once talk to each other's servers. Below the kernel's ephemeral ports."""
+    base = random.randrange(20_000, 32_000, 20)
+    return f"{base}-{base + 17}"
+
+
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, str(RUNNER), "check", *args, "-q",
         "--skip-tag", "quirk", "--skip-tag", "spec-divergent",
-        "--server-cmd", _server_cmd(),
+        "--server-cmd", _server_cmd(), "--ports", _ports(),
     ]
     return subprocess.run(cmd, cwd=RUNNER.parent, capture_output=True, text=True, timeout=900, check=False)
 

@@ -35,7 +35,7 @@ def test_unechoable_req_ids_are_refused_and_cost_no_other_reply(raw: RawClient) 
     assert timestamp == {"ok": False, "error": errors.INVALID_REQ_ID}
     assert nested_cmd["ok"] is False and nested_cmd["reqId"] == "c2"
     assert nested_cmd["error"].startswith("Unknown command: ")
-    assert len(nested_cmd["error"]) <= len("Unknown command: ") + errors.MAX_SHOWN_CHARS + 3
+    assert len(nested_cmd["error"]) <= len("Unknown command: ") + errors.MAX_SHOWN_CHARS
     assert last["reqId"] == "after" and last["ok"] is True
     assert raw.call({"cmd": "Ping", "reqId": "still-open"})["reqId"] == "still-open"
 
@@ -43,7 +43,24 @@ def test_unechoable_req_ids_are_refused_and_cost_no_other_reply(raw: RawClient) 
 def test_unknown_command_text_is_bounded(raw: RawClient) -> None:
     reply = raw.call({"cmd": "x" * 100_000, "reqId": "long"})
     assert reply["reqId"] == "long"
-    assert reply["error"] == "Unknown command: " + "x" * errors.MAX_SHOWN_CHARS + "..."
+    assert reply["error"] == "Unknown command: " + "x" * errors.MAX_SHOWN_CHARS
+
+
+@pytest.mark.parametrize("field", ["dedup", "repeat", "backoff", "group", "jobOptions", "jobs", "data"])
+def test_option_nested_beyond_the_recursion_limit_gets_one_reply(raw: RawClient, field: str) -> None:
+    head = msgpack.packb({"cmd": "PUSH", "queue": "deep", "name": "n", "reqId": "d"})
+    body = bytes([head[0] + 1]) + head[1:] + msgpack.packb(field) + b"\x91" * 900 + b"\x81\xa1k\xd4\x00\x00"
+    raw.send_bytes(frame(body) + ping("after"))
+    deep, after = replies(raw, 2)
+    assert deep["ok"] is False and deep["error"] != errors.INTERNAL_ERROR
+    assert after["reqId"] == "after"
+
+
+@pytest.mark.parametrize("cmd", ["ACK", "FAIL", "ExtendLock"])
+def test_error_texts_quote_client_values_bounded(raw: RawClient, cmd: str) -> None:
+    reply = raw.call({"cmd": cmd, "id": "j" * 100_000, "token": "t", "reqId": "r"})
+    assert reply["ok"] is False and reply["reqId"] == "r"
+    assert len(reply["error"]) < 100 + errors.MAX_SHOWN_CHARS, reply["error"][:300]
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ import msgpack
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
 from bunqueue._testbase.frames import frame
-from bunqueue.broker import Broker, Session
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner
-from bunqueue.server.tcp import WRITE_HIGH_WATER, BrokerProtocol
+from bunqueue.server.runner import CommandRunner
+from bunqueue.server.tcp import BACKLOG_LIMIT, WRITE_HIGH_WATER, BrokerProtocol
 from bunqueue.storage import MemoryStore
 
 
@@ -141,10 +142,13 @@ async def test_waiting_commands_beyond_the_limit_wait_their_turn() -> None:
 
     protocol, transport = connection({"Wait": lambda broker, cmd, session: waits()})
     protocol.data_received(b"".join(request(cmd="Wait", reqId=i) for i in range(60)) + request(cmd="Ping", reqId="p"))
-    assert len(protocol.tasks) == 50 and len(protocol.backlog) == 11 and not transport.reading
+    # A few frames waiting their turn do not stop reading: a client that goes away is noticed at once.
+    assert len(protocol.tasks) == 50 and len(protocol.backlog) == 11 and transport.reading
+    protocol.data_received(request(cmd="Ping", blob="x" * BACKLOG_LIMIT, reqId="big"))
+    assert not transport.reading and len(protocol.backlog) == 12
     release.set()
     for _ in range(5):
         await asyncio.sleep(0)
     answered = [r["reqId"] for r in transport.replies()]
-    assert sorted(answered, key=str) == sorted([*range(60), "p"], key=str)
+    assert sorted(answered, key=str) == sorted([*range(60), "p", "big"], key=str)
     assert transport.reading and not protocol.backlog

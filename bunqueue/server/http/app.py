@@ -10,20 +10,18 @@ Commands run through the same executor as TCP frames; this module only translate
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgpack
 from aiohttp import web
 
 from bunqueue import errors
-from bunqueue._core.packer import ReplyPacker
-from bunqueue.server.commands import check_token
 from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
+from bunqueue.server.http.encoding import dumps
 from bunqueue.server.http.streams import EventFeed
 from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import check_token
 
 Executor = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 HEALTH_PATHS = frozenset({"/health", "/healthz", "/live", "/ready"})
@@ -34,35 +32,6 @@ PREFLIGHT_HEADERS = {
     "Access-Control-Max-Age": "86400",
 }
 MAX_BODY_BYTES = 64 * 1024 * 1024
-
-
-_PACKER = ReplyPacker()
-_UNDEFINED = object()
-
-
-def _ext(code: int, data: bytes) -> Any:
-    return _UNDEFINED if code == 0 else None
-
-
-def _plain(value: Any) -> Any:
-    """JSON's view of a wire value: JS `undefined` is left out of objects and null in arrays (as
-    JSON.stringify does), integral floats within 2^53 print as integers."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if v is not _UNDEFINED}
-    if isinstance(value, list):
-        return [None if v is _UNDEFINED else _plain(v) for v in value]
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        if value.is_integer() and abs(value) < 2**53:
-            return int(value)
-    return value
-
-
-def dumps(doc: Any) -> str:
-    """A reply as JSON, through the same encoder as a TCP reply so both transports show the same fields."""
-    wire = msgpack.unpackb(_PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=_ext)
-    return json.dumps(_plain(wire), separators=(",", ":"), ensure_ascii=False)
 
 
 class HttpApi:

@@ -14,11 +14,11 @@ from typing import Any
 from aiohttp import web
 
 from bunqueue.config import Settings
-from bunqueue.server.commands import CommandRunner
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.app import HttpApi, build_app
 from bunqueue.server.http.streams import EventFeed
 from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import CommandRunner
 
 Reply = dict[str, Any]
 

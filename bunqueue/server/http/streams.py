@@ -18,8 +18,9 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from bunqueue.server.commands import CommandRunner
+from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import CommandRunner
 
 Event = dict[str, Any]
 MAX_CLIENTS = 1000
@@ -82,8 +83,6 @@ class WsClient:
 
     def send(self, doc: Any) -> None:
         if not self.closed:
-            from bunqueue.server.http.app import dumps
-
             asyncio.ensure_future(self.socket.send_str(dumps(doc)))
 
     def task_done(self, task: asyncio.Task[None]) -> None:
@@ -115,7 +114,7 @@ class EventFeed:
         queue = event.get("queue")
         if self.streams:
             self.next_id += 1
-            message = f"id: {self.next_id}\nevent: {name}\ndata: {json.dumps(sse_data(event))}\n\n"
+            message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(sse_data(event))}\n\n"
             self.replay.append((self.next_id, queue, message))
             for client in self.streams:
                 if not client.queue or client.queue == queue:
@@ -131,7 +130,7 @@ class EventFeed:
     def system_event(self, name: str, data: Event, ts: float) -> None:
         if self.streams:
             self.next_id += 1
-            message = f"id: {self.next_id}\nevent: {name}\ndata: {json.dumps(data)}\n\n"
+            message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(data)}\n\n"
             for client in self.streams:
                 self.write(client, message)
         for socket in self.sockets:

@@ -1,0 +1,139 @@
+"""PUSH, PUSHB, PULL, PULLB, ACK, ACKB, FAIL: request dicts in, response dicts (or a wait) out."""
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.groups import GroupClaim
+from bunqueue._core.jobs import Job, check_nesting
+from bunqueue.broker import options, outcomes
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.queue import QueueState
+from bunqueue.broker.session import Session
+from bunqueue.broker.waiting import wait_for_jobs
+from bunqueue.errors import CommandError
+
+Reply = dict[str, Any]
+
+# JSON can be at most six times longer than MessagePack (a control character: one byte, six chars), so a
+# frame under this size cannot carry job data over the 10 MB JSON limit and skips the measurement.
+SIZE_CHECK_FRAME_BYTES = (10 * 1024 * 1024) // 6
+
+
+def handle_push(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    queue = options.queue_name(cmd)
+    job_id = broker.push(queue, cmd, session.frame_size > SIZE_CHECK_FRAME_BYTES)
+    return {"ok": True, "id": job_id}
+
+
+def handle_pushb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    queue = options.queue_name(cmd)
+    ids = broker.push_many(queue, cmd.get("jobs"), session.frame_size > SIZE_CHECK_FRAME_BYTES)
+    return {"ok": True, "ids": ids}
+
+
+def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, GroupClaim | None]:
+    queue = options.queue_name(cmd)
+    timeout = options.strict_number(cmd, "timeout", 0.0, 0, options.MAX_PULL_TIMEOUT)
+    owner = options.optional_string(cmd, "owner")
+    lock_ttl = options.lock_ttl(cmd) if owner is not None else options.DEFAULT_LOCK_TTL
+    return queue, timeout, owner, lock_ttl, options.group_claim(cmd)
+
+
+def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
+    queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
+    detach = options.flag(cmd, "detach") and owner is None
+    q = broker.queue(queue)
+    jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach, claim)
+    if not jobs and timeout > 0:
+        return _pull_later(broker, q, session, owner, lock_ttl, detach, timeout, claim)
+    return _pull_reply(jobs, tokens)
+
+
+async def _pull_later(
+    broker: Broker, q: QueueState, session: Session, owner: str | None, lock_ttl: float, detach: bool,
+    timeout: float, claim: GroupClaim | None,
+) -> Reply:
+    jobs, tokens = await wait_for_jobs(broker, q, 1, session, owner, lock_ttl, detach, timeout, claim)
+    return _pull_reply(jobs, tokens)
+
+
+def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
+    reply: Reply = {"ok": True, "job": jobs[0] if jobs else None}
+    if tokens is not None:
+        reply["token"] = tokens[0] if tokens else None
+    return reply
+
+
+def handle_pullb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
+    queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
+    # A PULLB without count pulls one job: the reference accepts the omission.
+    count = int(options.strict_number(cmd, "count", 1, 1, options.MAX_PULL_COUNT))
+    q = broker.queue(queue)
+    jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False, claim)
+    if not jobs and timeout > 0:
+        return _pullb_later(broker, q, count, session, owner, lock_ttl, timeout, claim)
+    return _pullb_reply(jobs, tokens)
+
+
+async def _pullb_later(
+    broker: Broker, q: QueueState, count: int, session: Session, owner: str | None, lock_ttl: float,
+    timeout: float, claim: GroupClaim | None,
+) -> Reply:
+    jobs, tokens = await wait_for_jobs(broker, q, count, session, owner, lock_ttl, False, timeout, claim)
+    return _pullb_reply(jobs, tokens)
+
+
+def _pullb_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
+    reply: Reply = {"ok": True, "jobs": jobs}
+    if tokens is not None:
+        reply["tokens"] = tokens
+    return reply
+
+
+def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    job_id = cmd.get("id")
+    token = cmd.get("token")
+    remove = cmd.get("removeOnComplete") is True
+    check_nesting(cmd.get("result"), "result")
+    try:
+        job = broker.active_job(job_id, token)
+    except CommandError as refusal:
+        # The attempt may have been finalized (timeout) or requeued (lost lease, stall) meanwhile.
+        return outcomes.late_ack(broker, job_id, token, cmd.get("result"), "result" in cmd, remove, refusal)
+    broker.ack(job, cmd.get("result"), "result" in cmd, remove)
+    return {"ok": True}
+
+
+def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    ids = options.string_list(cmd, "ids")
+    tokens = cmd.get("tokens")
+    results = cmd.get("results")
+    if tokens is not None and (type(tokens) is not list or len(tokens) != len(ids)):
+        raise CommandError(errors.ACKB_TOKENS_LENGTH)
+    if results is not None and (type(results) is not list or len(results) != len(ids)):
+        raise CommandError(errors.ACKB_RESULTS_LENGTH)
+    for i, result in enumerate(results or ()):
+        try:
+            check_nesting(result, "result")
+        except CommandError as exc:
+            raise CommandError(errors.item_error("results", i, exc.message)) from None
+    return outcomes.ack_batch(broker, ids, tokens, results)
+
+
+def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    job_id = cmd.get("id")
+    token = cmd.get("token")
+    try:
+        job = broker.active_job(job_id, token)
+    except CommandError as refusal:
+        return outcomes.late_fail(broker, job_id, token, refusal)
+    broker.fail(
+        job,
+        cmd.get("error"),
+        cmd.get("stack"),
+        cmd.get("unrecoverable") is True,
+        cmd.get("removeOnFail") is True,
+    )
+    return {"ok": True}

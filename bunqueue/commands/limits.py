@@ -1,0 +1,79 @@
+"""Queue limits and stall settings: RateLimit, RateLimitClear, SetConcurrency, ClearConcurrency,
+GetQueueLimits, SetStallConfig and GetStallConfig."""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.jobs import wire_number
+from bunqueue.broker import options
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.queue import DEFAULT_STALL_CONFIG, merged_config
+from bunqueue.broker.session import Session
+from bunqueue.broker.stalls import config_of
+from bunqueue.errors import CommandError
+
+Reply = dict[str, Any]
+
+
+def _limit(cmd: dict[str, Any]) -> float:
+    limit = options.js_finite(cmd.get("limit"))
+    if limit is None:
+        raise CommandError(errors.must_be_finite("limit"))
+    return limit
+
+
+def _positive(cmd: dict[str, Any], field: str) -> float | None:
+    # duration and ttl that are not positive finite numbers fall back to their defaults, as in the spec.
+    value = options.js_finite(cmd.get(field))
+    return value if value is not None and value > 0 else None
+
+
+def handle_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    queue = options.queue_name(cmd)
+    limit = _limit(cmd)
+    broker.rate_wakeups.set_rate_limit(
+        queue, limit, _positive(cmd, "duration"), _positive(cmd, "ttl"), broker.clock()
+    )
+    return {"ok": True}
+
+
+def handle_rate_limit_clear(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.rate_wakeups.clear_rate_limit(options.queue_name(cmd))
+    return {"ok": True}
+
+
+def handle_set_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    queue = options.queue_name(cmd)
+    broker.rate_wakeups.set_concurrency(queue, _limit(cmd))
+    return {"ok": True}
+
+
+def handle_clear_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.rate_wakeups.clear_concurrency(options.queue_name(cmd))
+    return {"ok": True}
+
+
+def handle_get_queue_limits(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    queue = options.queue_name(cmd)
+    # maxJobs that is not a number is ignored, as the reference's comparison ignores it.
+    max_jobs = options.js_finite(cmd.get("maxJobs"))
+    return {"ok": True, "data": {"limits": broker.rate_wakeups.status(queue, max_jobs, broker.clock())}}
+
+
+def handle_set_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    q = broker.queue(options.queue_name(cmd))
+    config = merged_config(config_of(q), cmd.get("config"))
+    q.stall_config = None if config == DEFAULT_STALL_CONFIG else config
+    broker.store.queue_changed(q.name, q.settings())
+    broker.stalls.config_changed(q, broker.clock())
+    return {"ok": True}
+
+
+def handle_get_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    config = config_of(broker.queues.get(options.queue_name(cmd)))
+    return {"ok": True, "config": {key: _wire(value) for key, value in config.items()}}
+
+
+def _wire(value: Any) -> Any:
+    return wire_number(value) if type(value) is float else value
