@@ -27,6 +27,7 @@ FULL_FILES = [
 # Scenarios of files this version serves in part: file -> scenario names.
 PARTIAL_FILES = {
     "11_monitoring.json": ["workers-register-heartbeat-list", "job-heartbeats"],
+    "15_http.json": ["crons"],
 }
 # Spec scenarios of 14_spec_rules.json about the commands this version serves.
 SPEC_SCENARIOS = [
