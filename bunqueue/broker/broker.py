@@ -25,6 +25,7 @@ from bunqueue.broker.stalls import StallDetector
 from bunqueue.broker.timeouts import JobTimeouts
 from bunqueue.broker.workers import WorkerRegistry
 from bunqueue.errors import CommandError
+from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import MemoryStore, Store
 
 TIMELINE_CAP = 20
@@ -66,6 +67,8 @@ class Broker:
         # (see broker.deadlines); the server keeps one loop timer per kind.
         self.wake_at: Alarm = no_alarm
         self.events = events.EventHub()
+        # Running totals for Stats, Metrics, Prometheus and the dashboards (see monitoring.counters).
+        self.counters = Counters()
         self.stalls = StallDetector(self)
         self.timeouts = JobTimeouts(self)
         self.workers = WorkerRegistry(self)
@@ -127,7 +130,12 @@ class Broker:
             self._check_group_caps([job])
         if job.unique_key is not None:
             dedup.preflight(self, job, now)
-        return self._admit(job, now)
+        counters = self.counters
+        before = counters.pushed
+        job_id = self._admit(job, now)
+        if counters.pushed != before:
+            counters.queue(queue).events += 1
+        return job_id
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
         """All-or-nothing admission: every job is validated before any is visible."""
@@ -159,7 +167,11 @@ class Broker:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
         admit = self._admit
         q = self.queue(queue)
-        return [admit(job, now, q) for job in jobs]
+        counters = self.counters
+        before = counters.pushed
+        ids = [admit(job, now, q) for job in jobs]
+        counters.queue(queue).events += counters.pushed - before
+        return ids
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
         job = self.factory.build(opts, queue, now, batch)
@@ -227,7 +239,8 @@ class Broker:
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
         self.store.job_added(job)
-        if self.events.by_queue:
+        self.counters.pushed += 1
+        if self.events.wanted:
             self.events.emit(job.queue, events.PUSHED, job.id)
         return job.id
 
@@ -312,7 +325,8 @@ class Broker:
             self.store.job_activated(job)
             out.append(job)
         if out:
-            if self.events.by_queue:
+            self.counters.on_pulled(q.name, len(out))
+            if self.events.wanted:
                 for job in out:
                     self.events.emit(q.name, events.PULLED, job.id)
             if q.limits is not None:
@@ -394,7 +408,8 @@ class Broker:
             self.completed[job_id] = None
             if len(self.completed) > self.max_completed_jobs:
                 self._evict_completed()
-        if self.events.by_queue:
+        self.counters.on_completed(job.queue, now)
+        if self.events.wanted:
             self.events.completed(job, result, has_result)
         waiting = self.dependents.pop(job_id, None)
         if waiting:
@@ -437,7 +452,8 @@ class Broker:
             self._fail_terminally(job, reason, error, now, remove)
         else:
             self._retry(q, job, attempts, now)
-        if self.events.by_queue:
+            self.counters.on_failed(job.queue, now, False)
+        if self.events.wanted:
             self.events.failed(job, error, terminal)
 
     def _retry(self, q: QueueState, job: Job, attempts: int, now: float) -> None:
@@ -464,6 +480,7 @@ class Broker:
 
     def _fail_terminally(self, job: Job, reason: str, error: Any, now: float, remove: bool) -> None:
         self._release_unique_key(job)
+        self.counters.on_failed(job.queue, now, True)
         if remove or job.remove_on_fail:
             self._delete(job)
             return

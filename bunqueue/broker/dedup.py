@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
-from bunqueue.broker import states
+from bunqueue.broker import events, states
 from bunqueue.errors import CommandError
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ def claim(broker: Broker, job: Job, now: float) -> str | None:
             _extend(broker, job, owner_id, now)
             return owner_id
         else:
+            if broker.events.wanted:
+                broker.events.emit(job.queue, events.DUPLICATED, owner_id)
             return owner_id
     ttl = job.deduplication_ttl
     broker.unique_keys[key] = (job.id, None if ttl is None else now + ttl)

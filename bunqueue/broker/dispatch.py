@@ -19,12 +19,15 @@ from bunqueue.broker.handlers import (
     locks,
     logs,
     manage,
+    monitoring,
     queries,
     queues,
     system,
+    webhooks,
     workers,
 )
 from bunqueue.broker.session import Session
+from bunqueue.monitoring.timing import timed
 
 Handler = Callable[[Broker, dict[str, Any], Session], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 
@@ -32,12 +35,12 @@ HANDLERS: dict[str, Handler] = {
     "Hello": system.handle_hello,
     "Ping": system.handle_ping,
     "StorageStatus": system.handle_storage_status,
-    "PUSH": jobs.handle_push,
-    "PUSHB": jobs.handle_pushb,
-    "PULL": jobs.handle_pull,
-    "PULLB": jobs.handle_pullb,
-    "ACK": jobs.handle_ack,
-    "ACKB": jobs.handle_ackb,
+    "PUSH": timed(jobs.handle_push, "push"),
+    "PUSHB": timed(jobs.handle_pushb, "push"),
+    "PULL": timed(jobs.handle_pull, "pull"),
+    "PULLB": timed(jobs.handle_pullb, "pull"),
+    "ACK": timed(jobs.handle_ack, "ack"),
+    "ACKB": timed(jobs.handle_ackb, "ack"),
     "FAIL": jobs.handle_fail,
     "GetJob": queries.handle_get_job,
     "GetJobByCustomId": queries.handle_get_job_by_custom_id,
@@ -97,4 +100,16 @@ HANDLERS: dict[str, Handler] = {
     "UnregisterWorker": workers.handle_unregister_worker,
     "ListWorkers": workers.handle_list_workers,
     "Heartbeat": workers.handle_heartbeat,
+    "Stats": monitoring.handle_stats,
+    "Metrics": monitoring.handle_metrics,
+    "TrimEvents": monitoring.handle_trim_events,
+    "Prometheus": monitoring.handle_prometheus,
+    "CompactMemory": monitoring.handle_compact_memory,
+    "DashboardOverview": monitoring.handle_dashboard_overview,
+    "DashboardQueues": monitoring.handle_dashboard_queues,
+    "DashboardQueue": monitoring.handle_dashboard_queue,
+    "AddWebhook": webhooks.handle_add_webhook,
+    "RemoveWebhook": webhooks.handle_remove_webhook,
+    "ListWebhooks": webhooks.handle_list_webhooks,
+    "SetWebhookEnabled": webhooks.handle_set_webhook_enabled,
 }

@@ -70,7 +70,7 @@ def settle_leases(broker: Broker, now: float) -> float | None:
         stall_cap = max_stalls(q)
         attempts_out = job.attempts >= job.max_attempts
         to_dlq = attempts_out or (stall_cap > 0 and job.stall_count >= stall_cap)
-        if broker.events.by_queue:
+        if broker.events.wanted:
             broker.events.stalled(job, to_dlq)
         if to_dlq:
             reason, error = "stalled", errors.LOCK_EXPIRED

@@ -8,6 +8,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.broker import DEFAULT_MAX_STALLS, Broker, now_ms
 from bunqueue.broker.retry import retry_delay
+from bunqueue.monitoring.webhooks import Webhook
 from bunqueue.storage.schema import Snapshot
 
 
@@ -53,6 +54,9 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
         broker.queue(queue).n_completed = count
     broker.results.update(snap.results)
     _restore_dlq(broker, snap.dlq, failed)
+    for record in snap.webhooks:
+        broker.events.webhooks.add(Webhook.from_record(record))
+    broker.events.refresh()
     if jobs:
         broker.factory.resume_after(max(job.seq for job in jobs))
     return counts

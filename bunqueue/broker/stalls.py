@@ -190,7 +190,7 @@ class StallDetector:
         broker._leave_active(job)
         job.stall_count += 1
         job.attempts += 1
-        if broker.events.by_queue:
+        if broker.events.wanted:
             broker.events.stalled(job, to_dlq)
         if to_dlq:
             if attempts_exhausted:

@@ -19,6 +19,7 @@ from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol, check_token
+from bunqueue.server.webhooks import WebhookDelivery
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.sqlite import SQLiteStore
 
@@ -47,6 +48,17 @@ class BrokerServer:
         )
         self.broker = Broker(max_completed_jobs=settings.max_completed_jobs, store=self.store)
         self.broker.workers.timeout_ms = settings.worker_timeout_ms
+        self.broker.counters.max_prometheus_queues = settings.metrics_max_queues
+        hooks = self.broker.events.webhooks
+        hooks.allow_private = settings.webhook_allow_private
+        hooks.outbox_limit = settings.webhook_queue_size
+        self.webhook_delivery = WebhookDelivery(
+            hooks,
+            timeout_ms=settings.webhook_timeout_ms,
+            max_attempts=settings.webhook_max_retries,
+            retry_delay_ms=settings.webhook_retry_delay_ms,
+            concurrency=settings.webhook_concurrency,
+        )
         self.connections: set[BrokerProtocol] = set()
         # One packer for every connection: packing is synchronous, so they never interleave.
         self.packer = ReplyPacker()
@@ -128,5 +140,6 @@ class BrokerServer:
             await self.tcp_server.wait_closed()
         if self.deadlines is not None:
             self.deadlines.cancel()
+        await self.webhook_delivery.close()
         if isinstance(self.store, SQLiteStore):
             await self.store.close()

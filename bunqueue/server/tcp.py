@@ -61,9 +61,11 @@ class BrokerProtocol(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         self.session.deliver = self.deliver_event
         self.server.connections.add(self)
+        self.broker.counters.connections += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.broker.counters.connections -= 1
         self.server.connections.discard(self)
         if self.partial_timer is not None:
             self.partial_timer.cancel()

@@ -54,6 +54,9 @@ class Store(Protocol):
     def queue_removed(self, queue: str) -> None:
         """Obliterate: every row of the queue goes, including those no longer held in memory."""
 
+    def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
+        """A webhook was registered or changed (its record), or removed (None)."""
+
     def take_ticket(self) -> asyncio.Future[str | None] | None:
         """The commit that the reply to the command just handled must wait for, or None."""
 
@@ -99,6 +102,9 @@ class MemoryStore:
         pass
 
     def queue_removed(self, queue: str) -> None:
+        pass
+
+    def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
         pass
 
     def take_ticket(self) -> None:

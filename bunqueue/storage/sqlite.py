@@ -48,6 +48,7 @@ class Batch:
         "results_deleted",
         "states",
         "ticket",
+        "webhooks",
     )
 
     def __init__(self) -> None:
@@ -62,13 +63,15 @@ class Batch:
         self.dlq: dict[str, tuple[str, dict[str, Any]]] = {}
         self.dlq_deleted: set[str] = set()
         self.queues: dict[str, dict[str, Any] | None] = {}
+        # Webhook records by id; None deletes the row.
+        self.webhooks: dict[str, dict[str, Any] | None] = {}
         # Resolves with None once committed, or with the error text when the commit failed.
         self.ticket: asyncio.Future[str | None] | None = None
 
     def __bool__(self) -> bool:
         return bool(
             self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
-            or self.dlq_deleted or self.queues or self.queues_removed
+            or self.dlq_deleted or self.queues or self.queues_removed or self.webhooks
         )
 
     def rows(self) -> tuple[Any, ...]:
@@ -83,7 +86,8 @@ class Batch:
         results_deleted = [(job_id,) for job_id in self.results_deleted]
         dlq_deleted = [(job_id,) for job_id in self.dlq_deleted]
         removed = [(name,) for name in self.queues_removed]
-        return removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues
+        hooks = [(hook_id, schema.pack(r) if r is not None else None) for hook_id, r in self.webhooks.items()]
+        return removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues, hooks
 
     def merge_under(self, newer: Batch) -> None:
         """Put this failed batch's changes back under ``newer``: what ``newer`` changed since wins."""
@@ -112,6 +116,8 @@ class Batch:
                 newer.dlq_deleted.add(job_id)
         for name, settings in self.queues.items():
             newer.queues.setdefault(name, settings)
+        for hook_id, record in self.webhooks.items():
+            newer.webhooks.setdefault(hook_id, record)
 
 
 def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +127,7 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
-    removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues = rows
+    removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues, hooks = rows
     conn.execute("BEGIN IMMEDIATE")
     try:
         if removed:
@@ -153,6 +159,15 @@ def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
             conn.executemany("DELETE FROM queues WHERE name = ?", cleared)
         if queues:
             conn.executemany("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)", queues)
+        for hook_id, blob in hooks:
+            if blob is None:
+                conn.execute("DELETE FROM webhooks WHERE id = ?", (hook_id,))
+            else:
+                conn.execute(
+                    "INSERT INTO webhooks (id, record) VALUES (?, ?)"
+                    " ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+                    (hook_id, blob),
+                )
         conn.execute("COMMIT")
     except BaseException:
         # SQLite rolls back by itself on some errors (a full disk): roll back only what is still open,
@@ -410,6 +425,10 @@ class SQLiteStore:
 
     def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
         self._changed().queues[queue] = settings
+        self.must_wait = True
+
+    def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
+        self._changed().webhooks[webhook_id] = record
         self.must_wait = True
 
     # -- reads -------------------------------------------------------------------------------------
