@@ -79,6 +79,8 @@ class _BrokerCollector(Collector):
         hooks = broker.events.webhooks
         yield _gauge("bunqueue_webhooks_registered", "Number of registered webhooks", len(hooks.hooks))
         yield _gauge("bunqueue_webhooks_enabled", "Number of enabled webhooks", hooks.enabled_count)
+        if hooks.hooks:
+            yield from self.webhook_deliveries()
         yield from self.storage()
         yield from self.queues()
         yield from self.process()
@@ -101,6 +103,23 @@ class _BrokerCollector(Collector):
             "bunqueue_workers_processed_total", "Total jobs processed by workers", listing["totalProcessed"]
         )
         yield _counter("bunqueue_workers_failed_total", "Total jobs failed by workers", listing["totalFailed"])
+
+    def webhook_deliveries(self) -> Iterator[Metric]:
+        """Per webhook (present only while webhooks are registered): delivery outcomes and backlog."""
+        outcomes = CounterMetricFamily(
+            "bunqueue_webhook_deliveries", "Webhook deliveries by outcome (dropped: the outbox was full)",
+            labels=["webhook", "outcome"],
+        )
+        backlog = GaugeMetricFamily(
+            "bunqueue_webhook_outbox_events", "Events waiting for delivery per webhook", labels=["webhook"]
+        )
+        for hook in self.broker.events.webhooks.hooks.values():
+            outcomes.add_metric([hook.id, "success"], hook.success_count)
+            outcomes.add_metric([hook.id, "failure"], hook.failure_count)
+            outcomes.add_metric([hook.id, "dropped"], hook.dropped)
+            backlog.add_metric([hook.id], len(hook.outbox))
+        yield outcomes
+        yield backlog
 
     def storage(self) -> Iterator[Metric]:
         status = self.broker.store.status
