@@ -33,8 +33,8 @@ class Receiver:
     def __init__(self) -> None:
         self.port = free_port()
         self.requests: list[dict[str, Any]] = []
-        self.flaky_calls = 0
         self.runner: web.AppRunner | None = None
+        self.stopping = asyncio.Event()
 
     async def start(self) -> None:
         app = web.Application()
@@ -45,6 +45,7 @@ class Receiver:
 
     async def stop(self) -> None:
         assert self.runner is not None
+        self.stopping.set()
         await self.runner.cleanup()
 
     def url(self, path: str) -> str:
@@ -55,7 +56,7 @@ class Receiver:
         path = request.match_info["path"]
         self.requests.append({"path": path, "headers": dict(request.headers), "body": body})
         if path == "silent":
-            await asyncio.sleep(3600)
+            await self.stopping.wait()
         if path == "error" or (path == "flaky" and self.count("flaky") <= 2):
             return web.Response(status=500)
         return web.Response(text="ok")
