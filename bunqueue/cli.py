@@ -1,4 +1,5 @@
-"""``bunqueue start``: the command line. Flags mirror the environment variables of the Bun original."""
+"""``bunqueue start`` and the client commands. Server flags mirror the environment variables of the Bun
+original; every other command (``bunqueue push emails '{"to": "x"}'``) goes to :mod:`bunqueue.remote`."""
 from __future__ import annotations
 
 import argparse
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bunqueue",
         description="A job-queue broker that speaks the bunqueue wire protocol.",
+        epilog="client commands (push, pull, job, queue, dlq, stats, ...): bunqueue help",
     )
     parser.add_argument("--version", action="version", version=f"bunqueue {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -104,7 +106,21 @@ def _run(settings: Settings) -> None:
         uvloop.run(_serve(settings))
 
 
+def _client_command(argv: Sequence[str]) -> bool:
+    from bunqueue.remote.argv import UsageError, parse_global
+
+    try:
+        words = parse_global(argv, env={}).words
+    except UsageError:
+        return True  # a client option gone wrong: let the client say what
+    return bool(words) and words[0] != "start" and not words[0].startswith("-")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if _client_command(sys.argv[1:] if argv is None else argv):
+        from bunqueue.remote.run import main as client_main
+
+        return client_main(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

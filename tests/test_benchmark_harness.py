@@ -53,3 +53,36 @@ def test_recovery_benchmark_runs_small() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "recovered 2000 jobs" in result.stdout, result.stdout
+
+
+def _synthetic_run(server: str, rate: float, rss_kib: int) -> dict[str, object]:
+    row = {"workload": "pushb100", "verified": True, "rate": rate, "cpu_s_per_1k": 1000 / rate, "jobs": 1000}
+    return {"round": 1, "mode": "memory", "server": server, "available": True,
+            "workloads": [row], "peak_rss_kib": rss_kib}
+
+
+def test_baseline_column_is_a_before_after_ratio_oriented_like_the_others() -> None:
+    from benchmarks.compare.cli import make_plan, parse_args
+    from benchmarks.compare.report import format_table, summarise
+
+    plan = make_plan(parse_args(["--quick", "--baseline", "HEAD", "--modes", "memory",
+                                 "--workloads", "pushb100"]))
+    assert plan.servers == ("ours", "bun", "base")
+    runs = [_synthetic_run("ours", 200.0, 1024), _synthetic_run("bun", 100.0, 4096),
+            _synthetic_run("base", 250.0, 512)]
+    rows = {r["measure"]: r for r in summarise(runs, plan)}
+    assert rows["pushb100"]["ratio"] == 2.0 and rows["pushb100"]["vs_base"] == 0.8
+    # Lower is better for CPU and memory: the baseline's smaller RSS and CPU make "vs base" below 1.
+    assert rows["peak RSS"]["vs_base"] == 0.5 and rows["cpu pushb100"]["vs_base"] == 0.8
+    table = format_table(list(rows.values()))
+    assert "base (median)" in table.splitlines()[0] and "0.80" in table
+
+
+def test_baseline_that_is_not_a_commit_is_a_clear_error() -> None:
+    import pytest
+
+    from benchmarks.compare.baseline import ensure_baseline
+    from benchmarks.compare.install import InstallError
+
+    with pytest.raises(InstallError, match="not a commit"):
+        ensure_baseline("no-such-revision-here")

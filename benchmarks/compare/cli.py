@@ -1,6 +1,6 @@
 """Command line of the side-by-side benchmark.
 
-    python -m benchmarks.compare [--quick] [--only ours|bun] [--modes memory,sqlite]
+    python -m benchmarks.compare [--quick] [--only ours|bun] [--baseline REV] [--modes memory,sqlite]
         [--workloads push pushb100 ...] [--rounds N] [--jobs N] [--json] [--out FILE]
 
 The report (header and table) goes to stdout, progress to stderr; with --json stdout carries the
@@ -21,6 +21,7 @@ from typing import Any
 
 from benchmarks.load import WORKLOADS
 
+from .baseline import ensure_baseline
 from .install import BunInstall, InstallError, ensure_bun
 from .machine import facts, header
 from .report import format_footer, format_table, source_changes, summarise, worst, write_chart, write_json
@@ -49,6 +50,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help=f"a run of seconds: {QUICK['jobs']} jobs, {QUICK['rounds']} round, short warm-up")
     p.add_argument("--only", choices=("ours", "bun"), help="run one server only (no ratios)")
+    p.add_argument("--baseline", metavar="REV",
+                   help="also run ours at git revision REV (built under benchmarks/.cache/baseline) in the "
+                        "same rounds, as a third server \"base\" with a before/after ratio")
     p.add_argument("--modes", type=_csv(MODES), default=list(MODES), help="memory,sqlite (default: both)")
     p.add_argument("--workloads", type=_csv(list(WORKLOADS)), nargs="+", default=None, metavar="W",
                    help=f"workloads, in order (default: all of {','.join(WORKLOADS)})")
@@ -77,8 +81,11 @@ def make_plan(args: argparse.Namespace) -> Plan:
         value = getattr(args, name)
         return base[name] if value is None else value
 
+    servers: tuple[str, ...] = (args.only,) if args.only else ("ours", "bun")
+    if args.baseline:
+        servers += ("base",)
     return Plan(
-        servers=(args.only,) if args.only else ("ours", "bun"),
+        servers=servers,
         modes=tuple(dict.fromkeys(args.modes)),
         workloads=tuple(dict.fromkeys(workloads)),
         rounds=pick("rounds"), jobs=pick("jobs"), warmup=pick("warmup"), timeout=pick("timeout"),
@@ -106,12 +113,14 @@ def _run(coro: Coroutine[Any, Any, Any]) -> Any:
         return runner.run(coro)
 
 
-def _launchers(plan: Plan) -> tuple[dict[str, Launcher], BunInstall | None]:
+def _launchers(plan: Plan, baseline: str | None) -> tuple[dict[str, Launcher], BunInstall | None]:
     launchers: dict[str, Launcher] = {"ours": OursLauncher()}
     bun = None
     if "bun" in plan.servers:
         bun = ensure_bun()
         launchers["bun"] = bun.launcher()
+    if baseline:
+        launchers["base"] = ensure_baseline(baseline)
     return launchers, bun
 
 
@@ -123,9 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     plan = make_plan(args)
     try:
-        launchers, bun = _launchers(plan)
+        launchers, bun = _launchers(plan, args.baseline)
     except InstallError as exc:
-        _log(f"cannot run the Bun original: {exc}")
+        _log(f"cannot start the comparison: {exc}")
         return 2
     info = facts(bun)
     head = header(info, plan_text(plan))

@@ -1,7 +1,9 @@
 """Medians, ratios, the printed table, the JSON file and the ratio chart.
 
 Every ratio is oriented so that > 1 means ours is better: ours/bun where higher is better
-(throughput), bun/ours where lower is better (latency, CPU per job, peak RSS). A figure is only
+(throughput), bun/ours where lower is better (latency, CPU per job, peak RSS). With --baseline a
+third server, ours at an earlier revision ("base"), gets a column and a "vs base" ratio oriented the
+same way (> 1: the tree under test is better than the baseline). A figure is only
 ever computed from rounds whose workload passed verification; any failed round turns the cell
 into FAILED rather than a median of the survivors.
 """
@@ -18,7 +20,7 @@ from .rounds import Plan
 
 Row = dict[str, Any]
 Cell = dict[str, Any]
-SERVERS = ("ours", "bun")
+SERVERS = ("ours", "bun", "base")
 LATENCY_KEYS = (("p50_us", "latency p50"), ("p99_us", "latency p99"), ("p999_us", "latency p999"))
 
 
@@ -99,14 +101,18 @@ def summarise(runs: Sequence[Row], plan: Plan) -> list[Row]:
     rows: list[Row] = []
     for m in measures(plan):
         cells = {s: cell(runs, m, s) for s in SERVERS}
-        rows.append({
+        row = {
             "mode": m.mode, "measure": m.label, "workload": m.workload, "metric": m.key, "unit": m.unit,
             "better": "higher" if m.higher_is_better else "lower",
             "ratio_is": "ours/bun" if m.higher_is_better else "bun/ours",
             "ours": cells["ours"], "bun": cells["bun"],
             "ratio": ratio(cells["ours"], cells["bun"], m.higher_is_better),
             "fmt": m.fmt,
-        })
+        }
+        if "base" in plan.servers:
+            row["base"] = cells["base"]
+            row["vs_base"] = ratio(cells["ours"], cells["base"], m.higher_is_better)
+        rows.append(row)
     return rows
 
 
@@ -150,11 +156,18 @@ def _align(rows: list[Sequence[str]], right: set[int]) -> list[str]:
 
 
 def _measured(r: Row) -> bool:
-    return any(r[s]["status"] in ("ok", "failed") for s in SERVERS)
+    return any(r[s]["status"] in ("ok", "failed") for s in SERVERS if s in r)
+
+
+def _ratio_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def format_table(summary: Sequence[Row]) -> str:
-    head = ("mode", "measure", "unit", "better", "ours (median)", "bun (median)", "ratio", "ratio is")
+    with_base = any("base" in r for r in summary)
+    head = ["mode", "measure", "unit", "better", "ours (median)", "bun (median)", "ratio", "ratio is"]
+    if with_base:
+        head += ["base (median)", "vs base"]
     body: list[Sequence[str]] = [head, tuple("-" * len(h) for h in head)]
     empty_modes: set[str] = set()
     for r in summary:
@@ -162,14 +175,16 @@ def format_table(summary: Sequence[Row]) -> str:
             # Nothing ran in this mode: one line says so instead of a screen of n/a.
             if r["mode"] not in empty_modes:
                 empty_modes.add(r["mode"])
-                body.append((r["mode"], "all measures", "", "", _cell_text(r["ours"], ""),
-                             _cell_text(r["bun"], ""), "-", ""))
+                line = [r["mode"], "all measures", "", "", _cell_text(r["ours"], ""),
+                        _cell_text(r["bun"], ""), "-", ""]
+                body.append(line + ([_cell_text(r["base"], ""), "-"] if with_base else []))
             continue
-        body.append((
-            r["mode"], r["measure"], r["unit"], r["better"], _cell_text(r["ours"], r["fmt"]),
-            _cell_text(r["bun"], r["fmt"]), "-" if r["ratio"] is None else f"{r['ratio']:.2f}", r["ratio_is"],
-        ))
-    return "\n".join(_align(body, {4, 5, 6}))
+        line = [r["mode"], r["measure"], r["unit"], r["better"], _cell_text(r["ours"], r["fmt"]),
+                _cell_text(r["bun"], r["fmt"]), _ratio_text(r["ratio"]), r["ratio_is"]]
+        if with_base:
+            line += [_cell_text(r["base"], r["fmt"]), _ratio_text(r["vs_base"])]
+        body.append(line)
+    return "\n".join(_align(body, {4, 5, 6, 8, 9}))
 
 
 def _unavailable_notes(runs: Sequence[Row]) -> list[str]:
@@ -199,6 +214,9 @@ def format_footer(summary: Sequence[Row], plan: Plan, runs: Sequence[Row]) -> st
         "[k/n] = the server started in only k of n rounds; the median is over those k.",
         *_unavailable_notes(runs),
     ]
+    baselines = list(dict.fromkeys(r["baseline"] for r in runs if r.get("baseline")))
+    if baselines:
+        lines.append(f"base = ours at {', '.join(baselines)}; vs base > 1 means the tree under test is better.")
     sources = source_changes(runs)
     if len(sources) > 1:
         lines.append(f"WARNING: our server's source changed during the run ({' -> '.join(sources)}); "

@@ -102,6 +102,8 @@ async def run_server(plan: Plan, launcher: Launcher, mode: str, round_index: int
     if launcher.name == "ours":
         # Read at every start: the tree under test may change between runs of a long comparison.
         record["source"] = source_fingerprint()
+    elif launcher.name == "base":
+        record["baseline"] = getattr(launcher, "source", None)
     try:
         with started(launcher, mode) as server:
             record["info"] = await server_info(server.addr)

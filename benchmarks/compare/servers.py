@@ -50,6 +50,9 @@ class Launch:
 @dataclass(frozen=True)
 class OursLauncher:
     name: str = "ours"
+    # The tree to run: the repository itself, or a baseline revision built beside it (--baseline).
+    root: Path = REPO_ROOT
+    source: str | None = None
 
     def launch(self, tcp_port: int, http_port: int, workdir: Path, data_path: Path | None) -> Launch:
         argv = [
@@ -58,8 +61,8 @@ class OursLauncher:
         ]
         if data_path is not None:
             argv += ["--data-path", str(data_path)]
-        # The repository root as working directory makes `-m bunqueue` import the tree under test.
-        return Launch(argv, {}, REPO_ROOT)
+        # The tree's root as working directory makes `-m bunqueue` import that tree, not the installed one.
+        return Launch(argv, {}, self.root)
 
 
 @dataclass(frozen=True)

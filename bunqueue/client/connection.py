@@ -13,6 +13,7 @@ import asyncio
 import socket
 import struct
 from collections.abc import Iterable, Mapping
+from ssl import SSLContext
 from typing import Any
 
 import msgpack
@@ -358,14 +359,15 @@ async def connect(
     *,
     token: str | None = None,
     timeout: float = 10.0,
+    ssl: SSLContext | None = None,
 ) -> Connection:
     """Open a connection; with ``token``, authenticate and raise :class:`AuthenticationError` on refusal.
 
-    ``timeout`` bounds connecting and authenticating together.
+    ``timeout`` bounds connecting and authenticating together; ``ssl`` makes it a TLS connection.
     """
     loop = asyncio.get_running_loop()
     async with asyncio.timeout(timeout):
-        _, conn = await loop.create_connection(lambda: Connection(loop), host, port)
+        _, conn = await loop.create_connection(lambda: Connection(loop), host, port, ssl=ssl)
         try:
             if token is not None:
                 reply = await conn.request({"cmd": "Auth", "token": token})
