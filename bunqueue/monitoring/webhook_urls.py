@@ -40,6 +40,11 @@ def webhook_url_error(url: object, allow_private: bool = False) -> str | None:
     return None
 
 
+def address_error(address: str) -> str | None:
+    """Why a resolved address may not receive webhooks (loopback, private, link-local, ...), or None."""
+    return _local_host_error(address)
+
+
 def _local_host_error(host: str) -> str | None:
     if host == "localhost" or host.endswith(".localhost"):
         return errors.WEBHOOK_URL_LOCALHOST

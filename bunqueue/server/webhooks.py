@@ -12,11 +12,15 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
 from typing import Any
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 
 from bunqueue.broker.clock import now_ms
+from bunqueue.monitoring.webhook_urls import address_error
 from bunqueue.monitoring.webhooks import Webhook, WebhookRegistry
 
 log = logging.getLogger("bunqueue.webhooks")
@@ -36,6 +40,26 @@ def _json_fallback(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     return None
+
+
+class PublicResolver(AbstractResolver):
+    """Resolves names as usual but refuses addresses the URL rules refuse, so a name that resolves to a
+    private or loopback address (DNS rebinding) cannot reach one. Used unless private addresses are
+    allowed."""
+
+    def __init__(self) -> None:
+        self.inner = DefaultResolver()
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+                      ) -> list[ResolveResult]:
+        results = await self.inner.resolve(host, port, family)
+        allowed = [r for r in results if address_error(r["host"]) is None]
+        if not allowed:
+            raise OSError(f"{host} resolves only to addresses webhooks may not reach")
+        return allowed
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 class WebhookDelivery:
@@ -106,9 +130,10 @@ class WebhookDelivery:
 
     def _session(self) -> aiohttp.ClientSession:
         if self.session is None:
+            resolver = None if self.registry.allow_private else PublicResolver()
             self.session = aiohttp.ClientSession(
                 timeout=self.timeout,
-                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=60),
+                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=60, resolver=resolver),
                 skip_auto_headers=("User-Agent",),
                 headers={"User-Agent": "bunqueue-webhook"},
             )
