@@ -242,20 +242,10 @@ class Counters:
         self.queue(queue).events += n
 
     def on_completed(self, queue: str, now: float) -> None:
-        # The ACK hot path: MinuteSeries.add written out, one call per completed job.
         self.completed += 1
-        qc = self.queues.get(queue)
-        if qc is None:
-            qc = self.queue(queue)
+        qc = self.queues.get(queue) or self.queue(queue)
         qc.events += 1
-        series = qc.completed
-        series.total += 1
-        if now < series.minute_end:
-            series.current += 1
-        else:
-            series._open(now)
-        series.prev_ts = now
-        series.prev_count = series.current
+        qc.completed.add(now)
 
     def on_failed(self, queue: str, now: float, terminal: bool) -> None:
         """A failed attempt; a retried one is two journal events (failed, retried)."""

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from harness import ServerProcess
+from harness import ServerProcess, error_of, ok
 from prometheus_client.parser import text_string_to_metric_families
 
 from bunqueue.client import Connection, connect
@@ -27,18 +27,6 @@ async def c(own_server: ServerProcess) -> AsyncIterator[Connection]:
     conn = await connect(*own_server.addr)
     yield conn
     await conn.close()
-
-
-async def ok(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = await conn.request(cmd)
-    assert reply["ok"], (cmd, reply)
-    return reply
-
-
-async def failure(conn: Connection, cmd: dict[str, Any]) -> str:
-    reply = await conn.request(cmd)
-    assert reply["ok"] is False and set(reply) == {"ok", "error", "reqId"}, reply
-    return str(reply["error"])
 
 
 async def known_sequence(c: Connection, queue: str) -> dict[str, str]:
@@ -112,7 +100,7 @@ async def test_queue_metrics_minute_buckets(c: Connection) -> None:
     ({"queue": "qm", "type": "completed", "end": "3"}, "end must be a non-negative safe integer"),
 ])
 async def test_queue_metrics_validation(conn: Connection, cmd: dict[str, Any], error: str) -> None:
-    assert await failure(conn, {"cmd": "Metrics", **cmd}) == error
+    assert await error_of(conn, {"cmd": "Metrics", **cmd}) == error
 
 
 async def test_trim_events_reports_the_exact_removed_count(c: Connection) -> None:
@@ -133,7 +121,7 @@ async def test_trim_events_reports_the_exact_removed_count(c: Connection) -> Non
     ({"maxLength": 1}, "Queue name is required"),
 ])
 async def test_trim_events_validation(conn: Connection, cmd: dict[str, Any], error: str) -> None:
-    assert await failure(conn, {"cmd": "TrimEvents", **cmd}) == error
+    assert await error_of(conn, {"cmd": "TrimEvents", **cmd}) == error
 
 
 # The reference's metric families (npm bunqueue 2.9.5, /prometheus), without its S3 backup gauges: this
@@ -228,8 +216,8 @@ async def test_dashboards(c: Connection) -> None:
     assert set(jobs["active"][0]) == {"id", "priority", "createdAt", "runAt", "attempts", "progress"}
     first = (await ok(c, {"cmd": "DashboardQueue", "queue": "dash", "includeJobs": True, "jobsLimit": 1}))
     assert [j["priority"] for j in first["data"]["jobs"]["waiting"]] == [0]
-    assert await failure(c, {"cmd": "DashboardQueue"}) == "Queue name is required"
-    bad = await failure(c, {"cmd": "DashboardQueue", "queue": "dash", "includeJobs": "yes"})
+    assert await error_of(c, {"cmd": "DashboardQueue"}) == "Queue name is required"
+    bad = await error_of(c, {"cmd": "DashboardQueue", "queue": "dash", "includeJobs": "yes"})
     assert bad == "includeJobs must be a boolean"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from harness import ServerProcess, free_port
+from harness import ServerProcess, error_of, free_port, ok
 from prometheus_client.parser import text_string_to_metric_families
 
 from bunqueue.client import Connection, connect
@@ -94,18 +94,6 @@ async def dc(delivery_server: ServerProcess) -> AsyncIterator[Connection]:
     conn = await connect(*delivery_server.addr)
     yield conn
     await conn.close()
-
-
-async def ok(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
-    reply = await conn.request(cmd)
-    assert reply["ok"], (cmd, reply)
-    return reply
-
-
-async def error_of(conn: Connection, cmd: dict[str, Any]) -> str:
-    reply = await conn.request(cmd)
-    assert reply["ok"] is False, reply
-    return str(reply["error"])
 
 
 async def add_hook(conn: Connection, url: str, queue: str, **extra: Any) -> str:
