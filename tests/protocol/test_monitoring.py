@@ -84,6 +84,7 @@ async def test_queue_metrics_minute_buckets(c: Connection) -> None:
     assert failed["data"] == [1] and failed["meta"]["count"] == 1
     past_end = (await ok(c, {"cmd": "Metrics", "queue": "qm", "type": "failed", "start": 1}))["data"]
     assert past_end == {"meta": failed["meta"], "data": [], "count": 1}
+    assert "metrics" in await ok(c, {"cmd": "Metrics", "start": 0, "end": 3}), "only queue or type select the form"
     empty = (await ok(c, {"cmd": "Metrics", "queue": "other", "type": "completed"}))["data"]
     assert empty == {"meta": {"count": 0, "prevTS": 0, "prevCount": 0}, "data": [], "count": 0}
 
@@ -93,6 +94,7 @@ async def test_queue_metrics_minute_buckets(c: Connection) -> None:
     ({"queue": "qm", "type": "waiting"}, "Metrics type must be 'completed' or 'failed'"),
     ({"type": "completed"}, "Metrics queue is required"),
     ({"queue": 5, "type": "completed"}, "Metrics queue is required"),
+    ({"queue": None}, "Metrics queue is required"),
     ({"queue": "bad q", "type": "completed"}, "Queue name contains invalid characters"),
     ({"queue": "qm", "type": "completed", "start": -1}, "start must be a non-negative safe integer"),
     ({"queue": "qm", "type": "completed", "start": 1.5}, "start must be a non-negative safe integer"),

@@ -17,8 +17,8 @@ from bunqueue.monitoring.snapshot import MIB, process_memory, storage_size_bytes
 
 Reply = dict[str, Any]
 MAX_SAFE_INTEGER = 2**53 - 1
-# Fields that select the queue-scoped form of Metrics.
-_QUEUE_METRICS_FIELDS = ("queue", "type", "start", "end")
+# Fields that select the queue-scoped form of Metrics (present, even as nil, as the reference reads them).
+_QUEUE_METRICS_FIELDS = ("queue", "type")
 
 
 def handle_stats(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -42,7 +42,7 @@ def handle_stats(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
 
 
 def handle_metrics(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    if any(cmd.get(field) is not None for field in _QUEUE_METRICS_FIELDS):
+    if any(field in cmd for field in _QUEUE_METRICS_FIELDS):
         return _queue_metrics(broker, cmd)
     counters = broker.counters
     lat = counters.latency
