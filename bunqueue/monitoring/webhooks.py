@@ -167,7 +167,8 @@ class WebhookRegistry:
             if not hook.enabled or name not in hook.events or (hook.queue is not None and hook.queue != queue):
                 continue
             if payload is None:
-                payload = {"event": name, "timestamp": event["timestamp"], "jobId": event["jobId"], "queue": queue}
+                # An integer timestamp, as JSON.stringify(Date.now()) writes it.
+                payload = {"event": name, "timestamp": int(event["timestamp"]), "jobId": event["jobId"], "queue": queue}
                 for key in PAYLOAD_FIELDS:
                     if key in event:
                         payload[key] = event[key]
