@@ -3,7 +3,8 @@
 - Python SDK `bunqueue-client` in a virtual environment of its own: it installs the import name `bunqueue`,
   the same as this project, so it can never share an interpreter with the server under test.
 - The TypeScript client (npm `bunqueue`) and the Bun runtime (npm `bun`), pinned by js/package-lock.json and
-  installed with `npm ci` into js/node_modules.
+  installed with `npm ci` into js/node_modules. Two releases of the client sit side by side: the current
+  line, and under an npm alias the oldest line still in use (`TS_CLIENTS`).
 
 Each install is stamped with what it was built from and reused while the pins are unchanged, so only the
 first run on a machine pays for it. Run this file as a script to install both ahead of the tests (CI does).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -24,6 +26,8 @@ from pathlib import Path
 
 SDK_REQUIREMENT = "bunqueue-client==0.1.5"
 BUN_VERSION = "1.4.5"
+#: TypeScript client release -> its package name in js/package.json (what the scenarios import).
+TS_CLIENTS = {"2.9.5": "bunqueue", "2.7.10": "bunqueue-2.7.10"}
 HERE = Path(__file__).resolve().parent
 SDK_VENV = HERE / ".venv-sdk"
 JS_DIR = HERE / "js"
@@ -163,6 +167,10 @@ def ensure_js() -> Path:
         version = _bun_version(bun_path())
         if version != BUN_VERSION:
             raise RuntimeError(f"npm ci finished but {bun_path()} is version {version!r}, not {BUN_VERSION}")
+        for release, package in TS_CLIENTS.items():
+            manifest = json.loads((modules / package / "package.json").read_text())
+            if manifest.get("version") != release:
+                raise RuntimeError(f"npm ci installed {package} {manifest.get('version')!r}, not {release}")
         (modules / STAMP).write_text(expected)
     return bun_path()
 

@@ -12,15 +12,16 @@ from brokers import Broker
 # inherited from the caller would point it elsewhere (a token, an in-process broker, another import path).
 SCRUBBED_ENV = (
     "BQ_TOKEN", "BUNQUEUE_TOKEN", "BUNQUEUE_EMBEDDED", "BUNQUEUE_DATA_PATH", "BQ_DATA_PATH", "DATA_PATH",
-    "SQLITE_PATH", "PYTHONPATH", "PYTHONHOME", "COMPAT_HOST", "COMPAT_PORT", "COMPAT_TOKEN",
+    "SQLITE_PATH", "PYTHONPATH", "PYTHONHOME", "COMPAT_HOST", "COMPAT_PORT", "COMPAT_TOKEN", "COMPAT_CLIENT",
 )
 SCENARIO_TIMEOUT = 90.0
 
 
-def run_scenario(cmd: list[str], cwd: Path, broker: Broker) -> None:
+def run_scenario(cmd: list[str], cwd: Path, broker: Broker, extra_env: dict[str, str] | None = None) -> None:
     """Run one scenario script; it prints `ok` last when every check held."""
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     env.update(broker.env())
+    env.update(extra_env or {})
     try:
         result = subprocess.run(
             cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=SCENARIO_TIMEOUT,
@@ -32,6 +33,10 @@ def run_scenario(cmd: list[str], cwd: Path, broker: Broker) -> None:
     if result.returncode != 0 or result.stdout.strip().splitlines()[-1:] != ["ok"]:
         pytest.fail(f"{cmd[-1]} exited with {result.returncode}\n{_report(result.stdout, result.stderr)}",
                     pytrace=False)
+    # Checks a scenario left out for an older client release (shown by `pytest -rP`).
+    for line in result.stderr.splitlines():
+        if line.startswith("skipped for "):
+            print(line)
 
 
 def _report(stdout: str | bytes | None, stderr: str | bytes | None) -> str:

@@ -1,5 +1,5 @@
 // Auth with a token: a Queue and a Worker given the token work; a client without one gets nothing done.
-import { Queue, Worker } from 'bunqueue/client';
+import { has, Queue, Worker } from './client';
 import { check, connection, done, queueName, same, unexpected, waitUntil } from './lib';
 
 check(connection.token, 'this scenario needs COMPAT_TOKEN');
@@ -13,18 +13,21 @@ const worker = new Worker<{ n: number }>(name, async (j) => j.data.n + 1, { conn
 worker.on('error', (err) => errors.push(err));
 await waitUntil('the job completed', async () => (await queue.getJobState(job.id)) === 'completed');
 await worker.close();
-same((await queue.getJob(job.id))?.returnvalue, 2, 'result');
+if (has('getJob returnvalue')) same((await queue.getJob(job.id))?.returnvalue, 2, 'result');
 same(unexpected(errors), [], 'worker errors');
 
 // Without the token every command is refused; the client reports the broker's error text.
 const anonymous = new Queue(name, { connection: { ...connection, token: undefined, poolSize: 1 }, embedded: false });
 let refusal = '';
+let added: unknown;
 try {
-  await anonymous.add('sneaky', {}, { jobId: `sneaky-${name}` });
+  added = await anonymous.add('sneaky', {}, { jobId: `sneaky-${name}` });
 } catch (err) {
   refusal = String(err);
 }
-same(refusal, 'Error: Not authenticated', 'PUSH without a token');
+// 2.7's batched add drops a refused batch's error: the add resolves without a job.
+if (has("the broker's error from a refused add")) same(refusal, 'Error: Not authenticated', 'PUSH without a token');
+else same([refusal, added], ['', undefined], 'a refused add');
 same(await queue.getJobState(`sneaky-${name}`), 'unknown', 'nothing was added');
 same(await queue.countAsync(), 0, 'queue still empty');
 done();

@@ -1,6 +1,6 @@
 // Failing jobs: retries spaced by fixed and exponential backoff, the DLQ after the last attempt,
 // UnrecoverableError, and what getJob and getJobCounts report afterwards.
-import { Queue, UnrecoverableError, Worker } from 'bunqueue/client';
+import { has, Queue, UnrecoverableError, Worker } from './client';
 import { check, done, queueName, same, tcp, unexpected, waitUntil } from './lib';
 
 type Kind = 'flaky' | 'doomed' | 'fatal';
@@ -17,14 +17,16 @@ let flakyStateBetweenTries = '';
 const worker = new Worker<{ kind: Kind }>(queue.name, async (job) => {
   const times = runs.get(job.id)!;
   times.push(performance.now());
-  same(job.attemptsMade, times.length - 1, `attemptsMade of ${job.name} on run ${times.length}`);
+  same(job.attemptsMade, times.length - 1, `attemptsMade of ${job.data.kind} on run ${times.length}`);
+  // 2.7's Worker reads the name from data.name, which the broker keeps apart from the data.
+  if (has('job name in the Worker')) same(job.name, job.data.kind, 'job name in the Worker');
   if (job.data.kind === 'fatal') throw new UnrecoverableError('no point retrying');
   if (job.data.kind === 'doomed' || times.length < 3) throw new Error(`${job.data.kind} run ${times.length} failed`);
   return 'third time lucky';
 }, { ...tcp, concurrency: 3 });
 worker.on('error', (err) => errors.push(err));
 worker.on('failed', async (job, err) => {
-  failedEvents.push(`${job?.name}: ${err.message}`);
+  failedEvents.push(`${job?.data.kind}: ${err.message}`);
   // Between tries a job waits out its backoff in the delayed state.
   if (job?.id === flaky.id && runs.get(flaky.id)!.length === 1) {
     flakyStateBetweenTries = await queue.getJobState(flaky.id);
@@ -51,12 +53,14 @@ same(failedEvents.sort(), [
   'fatal: no point retrying', 'flaky: flaky run 1 failed', 'flaky: flaky run 2 failed',
 ], 'failed events');
 
-const ok = await queue.getJob(flaky.id);
-same([ok?.returnvalue, ok?.attemptsMade], ['third time lucky', 2], 'completed after two retries');
-const dead = await queue.getJob(doomed.id);
-same([dead?.failedReason, dead?.attemptsMade], ['doomed run 3 failed', 3], 'failed after three runs');
-check(dead?.stacktrace?.some((line) => line.includes('doomed run 3 failed')), `stacktrace ${dead?.stacktrace}`);
-same((await queue.getJob(fatal.id))?.attemptsMade, 1, 'unrecoverable: one run');
+if (has('getJob returnvalue, failedReason, stacktrace and attemptsMade')) {
+  const ok = await queue.getJob(flaky.id);
+  same([ok?.returnvalue, ok?.attemptsMade], ['third time lucky', 2], 'completed after two retries');
+  const dead = await queue.getJob(doomed.id);
+  same([dead?.failedReason, dead?.attemptsMade], ['doomed run 3 failed', 3], 'failed after three runs');
+  check(dead?.stacktrace?.some((line) => line.includes('doomed run 3 failed')), `stacktrace ${dead?.stacktrace}`);
+  same((await queue.getJob(fatal.id))?.attemptsMade, 1, 'unrecoverable: one run');
+}
 
 const counts = await queue.getJobCountsAsync();
 same([counts.completed, counts.failed, counts.active, counts.delayed], [1, 2, 0, 0], 'counts');

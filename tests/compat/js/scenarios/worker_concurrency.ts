@@ -1,6 +1,6 @@
 // A Worker with concurrency 50: leases (lock tokens), job heartbeats that keep leases alive past their
 // duration, worker registration and its heartbeat, results on completion.
-import { Queue, Worker } from 'bunqueue/client';
+import { counts, has, Queue, Worker } from './client';
 import { check, done, queueName, same, sleep, tcp, unexpected, waitUntil } from './lib';
 
 const CONCURRENCY = 50;
@@ -40,32 +40,43 @@ worker.on('failed', (job, err) => failures.push(`${job?.id}: ${err}`));
 worker.on('completed', (job, result) => results.set(job.id, result));
 
 // RegisterWorker: the queue sees the worker with its concurrency while it runs.
-await waitUntil('the worker in ListWorkers', async () => (await queue.getWorkers()).length === 1);
-const [registered] = await queue.getWorkers();
-same([registered.queues, registered.concurrency], [[queue.name], CONCURRENCY], 'registered worker');
-check(registered.status === 'active', `worker status ${registered.status}`);
+// 2.7's getWorkers reads `workers` at the top of the reply, where neither broker puts the list.
+const listsWorkers = has('getWorkers');
+if (listsWorkers) {
+  await waitUntil('the worker in ListWorkers', async () => (await queue.getWorkers()).length === 1);
+  const [registered] = await queue.getWorkers();
+  same([registered.queues, registered.concurrency], [[queue.name], CONCURRENCY], 'registered worker');
+  check(registered.status === 'active', `worker status ${registered.status}`);
+}
 
 await waitUntil('every job completed', () => results.size === jobs.length, 30_000);
 same(unexpected(errors), [], 'worker errors');
 same(failures, [], 'failed jobs');
-check(peak === CONCURRENCY, `peak concurrency ${peak}, expected ${CONCURRENCY}`);
+// 2.7's Worker can start a few jobs past its concurrency (its own count, against either broker).
+if (has('an exact concurrency cap')) check(peak === CONCURRENCY, `peak concurrency ${peak}, expected ${CONCURRENCY}`);
+else check(peak >= CONCURRENCY, `peak concurrency ${peak}, expected at least ${CONCURRENCY}`);
 same(tokens.size, jobs.length, 'one distinct lock token per job');
 
-same(await queue.getJobCountsAsync(), {
+same(await queue.getJobCountsAsync(), counts({
   waiting: 0, prioritized: 0, active: 0, completed: jobs.length, failed: 0, delayed: 0, paused: 0,
   'waiting-children': 0,
-}, 'counts after the run');
+}), 'counts after the run');
 for (const added of [jobs[0], jobs[SLOW - 1], jobs[SLOW], jobs[jobs.length - 1]]) {
+  same((results.get(added.id) as { n: number }).n, added.data.n, `completed event of ${added.id}`);
+  same(await queue.getJobState(added.id), 'completed', `state of ${added.id}`);
+  if (!has('getJob returnvalue, attemptsMade and timestamps')) continue;
   const view = await queue.getJob(added.id);
   check(view, `getJob ${added.id}`);
   same((view.returnvalue as { n: number }).n, added.data.n, `result of ${added.id}`);
   // No slow job lost its lease: each ran exactly once.
-  same([await queue.getJobState(added.id), view.attemptsMade], ['completed', 0], `state of ${added.id}`);
+  same(view.attemptsMade, 0, `attempts of ${added.id}`);
   check(view.finishedOn && view.processedOn && view.finishedOn >= view.processedOn, 'timestamps');
 }
 
 // The worker heartbeat (Heartbeat) reports what it processed.
-await waitUntil('the worker heartbeat', async () => (await queue.getWorkers())[0]?.processedJobs === jobs.length);
+if (listsWorkers) {
+  await waitUntil('the worker heartbeat', async () => (await queue.getWorkers())[0]?.processedJobs === jobs.length);
+}
 await worker.close();
-await waitUntil('the worker unregistered', async () => (await queue.getWorkers()).length === 0);
+if (listsWorkers) await waitUntil('the worker unregistered', async () => (await queue.getWorkers()).length === 0);
 done();
