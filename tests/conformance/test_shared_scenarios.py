@@ -24,8 +24,13 @@ FULL_FILES = [
     "09_limits.json", "12_events.json", "13_persistence.json",
 ]
 # Scenarios of files this version serves in part: file -> scenario names.
+# 11_monitoring's stats-and-metrics differs in one field: Metrics.activeConnections counts the open
+# connections here, where the reference always answers 0.
 PARTIAL_FILES = {
-    "11_monitoring.json": ["workers-register-heartbeat-list", "job-heartbeats"],
+    "11_monitoring.json": [
+        "queue-metrics-and-trim-events", "prometheus-storage-compact", "workers-register-heartbeat-list",
+        "webhooks-crud", "job-logs", "job-heartbeats", "dashboard-views", "logs-hundred-cap",
+    ],
 }
 # Spec scenarios of 14_spec_rules.json about the commands this version serves.
 SPEC_SCENARIOS = [
@@ -57,9 +62,15 @@ def _server_cmd() -> str:
     return f"{python} -m bunqueue start --host 127.0.0.1 --tcp-port {{port}} --http-port {{http_port}}"
 
 
+def _ports() -> str:
+    """A port range of this test process's own: runs of the runner side by side must not meet."""
+    base = 30000 + (os.getpid() % 300) * 100
+    return f"{base}-{base + 99}"
+
+
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     cmd = [
-        sys.executable, str(RUNNER), "check", *args, "-q",
+        sys.executable, str(RUNNER), "check", *args, "-q", "--ports", _ports(),
         "--skip-tag", "quirk", "--skip-tag", "spec-divergent",
         "--server-cmd", _server_cmd(),
     ]
