@@ -5,7 +5,19 @@ processing"), so they are written exactly as the reference server sends them and
 """
 from __future__ import annotations
 
+from typing import Any
+
+# Wire constants. Each has this one home; the compiled modules take theirs from here (or, where C needs a
+# constant at compile time, from ``_core/wire.pxd``, which a unit test holds equal to these).
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: A frame's length header is a uint32.
+MAX_FRAME_HEADER = 0xFFFFFFFF
+#: msgpackr writes an integral number in [INT32_MIN, UINT32_MAX] as an integer, anything else as float64.
+INT32_MIN = -2147483648
+UINT32_MAX = 4294967295
+#: How deeply a value the broker keeps (job data, a result) may nest: every reply and storage record that
+#: carries it must stay within the encoders' depth limits, which sit above this with room to spare.
+MAX_VALUE_DEPTH = 500
 
 # Framing and dispatch.
 INVALID_COMMAND_FORMAT = "Invalid command format"
@@ -29,6 +41,41 @@ def unknown_command(cmd: object) -> str:
     return f"Unknown command: {cmd}"
 
 
+class FrameTooLarge(ValueError):
+    """A frame header declared more bytes than the reader accepts.
+
+    `frames` holds the payloads that were completed earlier in the same chunk, so none is lost.
+    """
+
+    def __init__(self, length: int, max_frame: int, frames: list[bytes] | None = None) -> None:
+        # All three go to args so that the exception survives pickling (cls(*args)).
+        super().__init__(length, max_frame, frames if frames is not None else [])
+
+    @property
+    def length(self) -> int:
+        return int(self.args[0])
+
+    @property
+    def max_frame(self) -> int:
+        return int(self.args[1])
+
+    @property
+    def frames(self) -> list[bytes]:
+        frames: list[bytes] = self.args[2]
+        return frames
+
+    def __str__(self) -> str:
+        return f"frame of {self.args[0]} bytes exceeds the limit of {self.args[1]} bytes"
+
+
+class BadFrame(Exception):
+    """The frame is not a command: the reply is this error text, without a reqId."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def frame_too_large(length: int) -> str:
     return f"Frame too large: {length} bytes exceeds maximum {MAX_FRAME_BYTES}"
 
@@ -45,8 +92,64 @@ JOB_NAME_INVALID = "Job name must be a non-empty string of at most 256 character
 JOB_DATA_TOO_LARGE = "Job data too large (max 10MB)"
 
 
-def not_processing(job_id: str) -> str:
-    return f"Job not found or not in processing state: {job_id}"
+#: The longest rendering of a request value that an error text quotes.
+MAX_SHOWN_CHARS = 256
+
+
+def shown(value: Any) -> str:
+    """A request value as JS ``String()`` writes it into the reference's texts, cut at MAX_SHOWN_CHARS.
+
+    Arrays join their items with commas (null and undefined as empty), objects are ``[object Object]``.
+    Iterative, and it stops once the text is long enough, so no value makes an error path recurse or
+    run long, however deep or wide it is.
+    """
+    if type(value) is str:
+        return value[:MAX_SHOWN_CHARS]
+    if value is None:
+        return "null"
+    parts: list[str] = []
+    size = 0
+    # Items still to render, next on top; _COMMA marks where a comma goes.
+    pending: list[Any] = [value]
+    while pending and size < MAX_SHOWN_CHARS:
+        item = pending.pop()
+        if item is _COMMA:
+            text = ","
+        elif type(item) in (list, tuple):
+            pending.extend(_interleave_commas(item))
+            continue
+        elif item is None:
+            text = ""
+        elif item is True or item is False:
+            text = "true" if item else "false"
+        elif type(item) is float and item.is_integer():
+            text = str(int(item))
+        elif isinstance(item, (bytes, bytearray)):
+            text = ",".join(str(b) for b in item[:MAX_SHOWN_CHARS])
+        elif isinstance(item, (str, int, float)):
+            text = str(item)
+        else:
+            text = "[object Object]"
+        parts.append(text)
+        size += len(text)
+    return "".join(parts)[:MAX_SHOWN_CHARS]
+
+
+_COMMA = object()
+
+
+def _interleave_commas(items: list[Any] | tuple[Any, ...]) -> list[Any]:
+    """``items`` reversed (for a stack) with a comma marker between neighbours."""
+    out: list[Any] = []
+    for i, item in enumerate(reversed(items[:MAX_SHOWN_CHARS])):
+        if i:
+            out.append(_COMMA)
+        out.append(item)
+    return out
+
+
+def not_processing(job_id: object) -> str:
+    return f"Job not found or not in processing state: {shown(job_id)}"
 
 
 def dependency_not_found(job_id: str) -> str:
@@ -144,6 +247,10 @@ CANNOT_CHANGE_DELAY = "Job not found or cannot change delay"
 NOT_ACTIVE = "Job not found or not active"
 FAILED_NOT_IN_DLQ = "Failed job not in DLQ"
 FLOW_DATA_NOT_OBJECT = "flow job data must be an object"
+
+
+def nested_too_deeply(field: str) -> str:
+    return f"{field} must not be nested more than {MAX_VALUE_DEPTH} levels deep"
 
 
 def is_required(field: str) -> str:

@@ -30,6 +30,11 @@ echo "== lint (ruff, mypy, cython-lint)"
 "$VENV/bin/mypy" bunqueue
 "$VENV/bin/cython-lint" bunqueue/_core/*.pyx bunqueue/_core/*.pxd
 
+echo "== binary wheel: build it, install it where no compiler can run, serve a round trip from it"
+# Its own virtual environments (.venv-wheel for the build tools, build/wheel-venv for the install); pip's
+# cache is shared with the steps above.
+PYTHON="$PYTHON" bash ci/test-wheel.sh
+
 echo "== tests"
 # The editable install builds the extensions in place, so the tree under test is the one installed.
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider

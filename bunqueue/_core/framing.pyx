@@ -3,43 +3,19 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.pyport cimport PY_SSIZE_T_MAX
-from libc.stdint cimport uint64_t
+from libc.stdint cimport UINT32_MAX, uint64_t
 from libc.string cimport memcpy
 
-DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+from bunqueue._core.wire cimport FRAME_HEADER_SIZE as HEADER_SIZE
 
-cdef enum:
-    HEADER_SIZE = 4
+from bunqueue import errors
+from bunqueue.errors import FrameTooLarge
 
-cdef uint64_t MAX_LENGTH = 0xFFFFFFFF
+DEFAULT_MAX_FRAME = errors.MAX_FRAME_BYTES
+
+cdef uint64_t MAX_LENGTH = UINT32_MAX
 # Lengths are added to Py_ssize_t offsets, which are only 32 bits wide on 32-bit builds.
 cdef uint64_t MAX_ACCEPTED = min(MAX_LENGTH, <uint64_t>(PY_SSIZE_T_MAX - HEADER_SIZE))
-
-
-class FrameTooLarge(ValueError):
-    """A frame header declared more bytes than the reader accepts.
-
-    `frames` holds the payloads that were completed earlier in the same chunk, so none is lost.
-    """
-
-    def __init__(self, length, max_frame, frames=None):
-        # All three go to args so that the exception survives pickling (cls(*args)).
-        super().__init__(length, max_frame, frames if frames is not None else [])
-
-    @property
-    def length(self):
-        return self.args[0]
-
-    @property
-    def max_frame(self):
-        return self.args[1]
-
-    @property
-    def frames(self):
-        return self.args[2]
-
-    def __str__(self):
-        return f"frame of {self.args[0]} bytes exceeds the limit of {self.args[1]} bytes"
 
 
 cdef inline uint64_t read_length(const unsigned char* header) noexcept:

@@ -5,6 +5,11 @@ MAX_GROUP_PRIORITY: int
 MAX_ATTEMPTS: int
 DEFAULT_BACKOFF: int
 DEFAULT_MAX_ATTEMPTS: int
+DEFAULT_STACK_TRACE_LIMIT: int
+MAX_MAX_DELAY: int
+MAX_DATA_JSON: int
+MAX_NAME: int
+MAX_SAFE_INTEGER: float
 
 class Job:
     id: str
@@ -54,7 +59,6 @@ class Job:
     debounce_id: Any
     debounce_ttl: Any
     timeline: list[Any]
-    long: Any
     seq: int
     state: int
     group_max_size: Any
@@ -82,3 +86,4 @@ def flag_option(opts: dict[str, Any], field: str) -> bool: ...
 def id_option(opts: dict[str, Any], field: str) -> str | None: ...
 def wire_number(value: float) -> int | float: ...
 def data_too_large(data: object) -> bool: ...
+def check_nesting(value: object, field: str) -> None: ...

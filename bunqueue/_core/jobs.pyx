@@ -6,6 +6,8 @@ import re
 cimport cython
 from libc.math cimport NAN, ceil, floor, isfinite, isnan
 
+from bunqueue._core.wire cimport is_wire_integer
+
 from uuid_utils import uuid7
 
 from bunqueue import errors
@@ -25,8 +27,7 @@ MAX_SAFE_INTEGER = 9007199254740991.0
 RECORD_VERSION = 1
 
 cdef double _MAX_DURATION = MAX_DURATION
-cdef double _INT_LO = -2147483648.0
-cdef double _INT_HI = 4294967296.0
+cdef int _MAX_VALUE_DEPTH = errors.MAX_VALUE_DEPTH
 
 _QUEUE_NAME = re.compile(r"[a-zA-Z0-9_\-.:]+\Z")
 # Queue names repeat on every command; remembering the valid ones skips the regex on the hot path.
@@ -174,7 +175,7 @@ cpdef object wire_number(double value):
     msgpackr writes an integral number in the int32/uint32 range as an integer and everything else as
     float64; a uint64 would reach JS clients as a BigInt and break their arithmetic.
     """
-    if value == floor(value) and _INT_LO <= value < _INT_HI:
+    if is_wire_integer(value):
         return <long long>value
     return value
 
@@ -319,6 +320,30 @@ cdef tuple _name_and_data(dict opts):
     if type(name) is not str or not (0 < len(<str>name) <= MAX_NAME):
         raise CommandError(errors.JOB_NAME_INVALID)
     return name, data
+
+
+cdef bint _nests_deeper(object value, int levels) except -1:
+    """Whether `value` holds containers nested more than `levels` deep (a scalar nests 0 levels)."""
+    cdef type t = type(value)
+    if t is dict:
+        if levels == 0:
+            return True
+        for k, v in (<dict>value).items():
+            if _nests_deeper(k, levels - 1) or _nests_deeper(v, levels - 1):
+                return True
+    elif t is list or t is tuple:
+        if levels == 0:
+            return True
+        for item in value:
+            if _nests_deeper(item, levels - 1):
+                return True
+    return False
+
+
+def check_nesting(value, str field):
+    """Refuse a value to keep (job data, a result) that nests deeper than every reply can carry it."""
+    if _nests_deeper(value, _MAX_VALUE_DEPTH):
+        raise CommandError(errors.nested_too_deeply(field))
 
 
 def flag_option(dict opts, str field):
@@ -483,6 +508,8 @@ cdef class JobFactory:
         cdef double created_at = now
 
         name, data = _name_and_data(opts)
+        if _nests_deeper(data, _MAX_VALUE_DEPTH):
+            raise CommandError(errors.nested_too_deeply("data"))
         value = opts.get("priority")
         if value is not None:
             priority = _finite(value, "priority")

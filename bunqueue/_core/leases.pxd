@@ -13,16 +13,13 @@
 # Heap entries name their lease by slot, a small integer, so the heap holds no Python references. An
 # entry is live when the lease now in its slot carries the entry's stamp; stamps are unique for the
 # table's lifetime, so an entry outlives neither a renewal nor the reuse of its slot by another lease.
-# Ties on expires_at go to the smaller stamp: the lease granted or renewed first expires first.
+# Ties on expires_at go to the smaller stamp: the lease granted or renewed first expires first. The heap
+# is the core's shared one (heap.pxd) over DeadlineEntry (when = expires_at, seq = stamp), unindexed.
 
 cimport cython
 from libc.stdint cimport uint32_t, uint64_t
 
-
-cdef struct ExpiryEntry:
-    double expires_at
-    uint64_t stamp
-    uint32_t slot
+from bunqueue._core.heap cimport DeadlineEntry
 
 
 @cython.final
@@ -47,14 +44,14 @@ cdef class LeaseTable:
     cdef list _lease_of_slot
     # Slots freed by releases and expiries, reused before new ones are minted.
     cdef list _free_slots
-    cdef ExpiryEntry* _heap
+    cdef DeadlineEntry* _heap
     # _size counts live and stale entries; live ones number len(_lease_of_id), one per lease.
     cdef Py_ssize_t _size
     cdef Py_ssize_t _capacity
     cdef uint64_t _next_stamp
 
     cdef int _schedule(self, _Lease lease) except -1
-    cdef bint _is_live(self, const ExpiryEntry* entry) noexcept
+    cdef bint _is_live(self, const DeadlineEntry* entry) noexcept
     # Drops stale entries from the top, so that the top (if any) is the earliest live expiry.
     cdef void _skip_stale(self) noexcept
     # Rebuilds the heap from its live entries once stale ones are the majority.
@@ -62,5 +59,3 @@ cdef class LeaseTable:
     cdef int _forget(self, _Lease lease) except -1
     cdef int _reserve(self, Py_ssize_t needed) except -1
     cdef void _pop_top(self) noexcept
-    cdef void _sift_up(self, Py_ssize_t pos) noexcept
-    cdef void _sift_down(self, Py_ssize_t pos) noexcept

@@ -1,20 +1,10 @@
 """Lease table: job id -> lease (token, owner, expiry), with an expiry heap for finding lapsed leases."""
 from cpython.list cimport PyList_GET_ITEM
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free
 from libc.math cimport isfinite, isnan
-from libc.stdint cimport uint32_t
+from libc.stdint cimport UINT32_MAX, uint32_t
 
-cdef enum:
-    ARITY = 4
-    INITIAL_CAPACITY = 16
-
-cdef Py_ssize_t MAX_SLOTS = 0xFFFFFFFF
-
-
-cdef inline bint expires_before(const ExpiryEntry* a, const ExpiryEntry* b) noexcept:
-    if a.expires_at != b.expires_at:
-        return a.expires_at < b.expires_at
-    return a.stamp < b.stamp
+from bunqueue._core.heap cimport INITIAL_CAPACITY, fill_hole, grow_array, heapify, sift_up
 
 
 cdef inline double checked_ttl(double now, double ttl) except? -1.0:
@@ -61,7 +51,7 @@ cdef class LeaseTable:
                 slot = self._free_slots.pop()
             else:
                 slot = len(self._lease_of_slot)
-                if slot >= MAX_SLOTS:
+                if slot >= UINT32_MAX:
                     raise OverflowError("the lease table is full")
                 self._lease_of_slot.append(None)
             lease = _Lease.__new__(_Lease)
@@ -127,9 +117,9 @@ cdef class LeaseTable:
     def pop_expired(self, double now):
         """Remove the leases with expires_at <= now and return their job ids, earliest expiry first."""
         cdef list expired = []
-        cdef ExpiryEntry top
+        cdef DeadlineEntry top
         cdef _Lease lease
-        while self._size and self._heap[0].expires_at <= now:
+        while self._size and self._heap[0].when <= now:
             top = self._heap[0]
             self._pop_top()
             if self._is_live(&top):
@@ -144,23 +134,23 @@ cdef class LeaseTable:
         self._skip_stale()
         if self._size == 0:
             return None
-        return self._heap[0].expires_at
+        return self._heap[0].when
 
     cdef int _schedule(self, _Lease lease) except -1:
         self._reserve(self._size + 1)
         lease.stamp = self._next_stamp
         self._next_stamp += 1
-        self._heap[self._size].expires_at = lease.expires_at
-        self._heap[self._size].stamp = lease.stamp
+        self._heap[self._size].when = lease.expires_at
+        self._heap[self._size].seq = lease.stamp
         self._heap[self._size].slot = lease.slot
         self._size += 1
-        self._sift_up(self._size - 1)
+        sift_up(self._heap, NULL, self._size - 1)
         self._compact_if_sparse()
         return 0
 
-    cdef bint _is_live(self, const ExpiryEntry* entry) noexcept:
+    cdef bint _is_live(self, const DeadlineEntry* entry) noexcept:
         lease = <object>PyList_GET_ITEM(self._lease_of_slot, entry.slot)
-        return lease is not None and (<_Lease>lease).stamp == entry.stamp
+        return lease is not None and (<_Lease>lease).stamp == entry.seq
 
     cdef void _skip_stale(self) noexcept:
         while self._size and not self._is_live(&self._heap[0]):
@@ -177,11 +167,7 @@ cdef class LeaseTable:
                 self._heap[kept] = self._heap[pos]
                 kept += 1
         self._size = kept
-        if kept < 2:
-            return
-        # Floyd's heapify from the last parent up: O(n), cheaper than n pushes.
-        for pos in range((kept - 2) // ARITY, -1, -1):
-            self._sift_down(pos)
+        heapify(self._heap, kept)
 
     cdef int _forget(self, _Lease lease) except -1:
         del self._lease_of_id[lease.job_id]
@@ -191,50 +177,13 @@ cdef class LeaseTable:
 
     cdef int _reserve(self, Py_ssize_t needed) except -1:
         cdef Py_ssize_t capacity
-        cdef void* grown
         if needed <= self._capacity:
             return 0
         capacity = max(needed, 2 * self._capacity)
-        grown = PyMem_Realloc(self._heap, capacity * sizeof(ExpiryEntry))
-        if grown == NULL:
-            raise MemoryError()
-        self._heap = <ExpiryEntry*>grown
+        grow_array(<void**>&self._heap, capacity, sizeof(DeadlineEntry))
         self._capacity = capacity
         return 0
 
     cdef void _pop_top(self) noexcept:
         self._size -= 1
-        if self._size:
-            self._heap[0] = self._heap[self._size]
-            self._sift_down(0)
-
-    cdef void _sift_up(self, Py_ssize_t pos) noexcept:
-        cdef ExpiryEntry moving = self._heap[pos]
-        cdef Py_ssize_t parent
-        while pos > 0:
-            parent = (pos - 1) // ARITY
-            if not expires_before(&moving, &self._heap[parent]):
-                break
-            self._heap[pos] = self._heap[parent]
-            pos = parent
-        self._heap[pos] = moving
-
-    cdef void _sift_down(self, Py_ssize_t pos) noexcept:
-        cdef ExpiryEntry moving = self._heap[pos]
-        cdef Py_ssize_t child, best, end
-        while True:
-            child = pos * ARITY + 1
-            if child >= self._size:
-                break
-            best = child
-            end = min(child + ARITY, self._size)
-            child += 1
-            while child < end:
-                if expires_before(&self._heap[child], &self._heap[best]):
-                    best = child
-                child += 1
-            if not expires_before(&self._heap[best], &moving):
-                break
-            self._heap[pos] = self._heap[best]
-            pos = best
-        self._heap[pos] = moving
+        fill_hole(self._heap, NULL, self._size, 0)

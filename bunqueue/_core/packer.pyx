@@ -2,20 +2,21 @@
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.math cimport floor, isnan
-from libc.stdint cimport int64_t, uint64_t
+from libc.math cimport isnan
+from libc.stdint cimport INT32_MIN, UINT32_MAX, int64_t, uint64_t
 from libc.string cimport memcpy
 
-from msgpack import ExtType
+from msgpack import ExtType, Timestamp
 
 from bunqueue._core.jobs cimport Job
+from bunqueue._core.wire cimport is_wire_integer
 from bunqueue._core.jobs import NO_DATA
 
-cdef int MAX_DEPTH = 512
+# Far above MAX_VALUE_DEPTH, the nesting admitted in a value the broker keeps, plus the few levels of a
+# reply around it: the limit guards the C stack, and no admitted value comes near it.
+cdef int MAX_DEPTH = 1024
 # A reply buffer that grew past this is given back after use, so one huge reply does not pin memory.
 cdef Py_ssize_t KEEP_CAPACITY = 1 << 20
-cdef double INT_LO = -2147483648.0
-cdef double INT_HI = 4294967296.0
 cdef object _NO_DATA = NO_DATA
 
 
@@ -165,7 +166,7 @@ cdef class ReplyPacker:
             if u <= 0xFFFF:
                 self._byte(0xCD)
                 return self._be(u, 2)
-            if u <= 0xFFFFFFFF:
+            if u <= UINT32_MAX:
                 self._byte(0xCE)
                 return self._be(u, 4)
             self._byte(0xCF)
@@ -179,7 +180,7 @@ cdef class ReplyPacker:
         if n >= -32768:
             self._byte(0xD1)
             return self._be(<uint64_t>n, 2)
-        if n >= -2147483648:
+        if n >= INT32_MIN:
             self._byte(0xD2)
             return self._be(<uint64_t>n, 4)
         self._byte(0xD3)
@@ -192,7 +193,7 @@ cdef class ReplyPacker:
         return self._be(bits, 8)
 
     cdef int _number(self, double value) except -1:
-        if value == floor(value) and INT_LO <= value < INT_HI:
+        if is_wire_integer(value):
             return self._int(<long long>value)
         return self._double(value)
 
@@ -293,6 +294,10 @@ cdef class ReplyPacker:
             return self._bin(value)
         if t is ExtType:
             return self._ext(value.code, value.data)
+        if t is Timestamp:
+            # The decoder turns ext -1 into a Timestamp; it goes back out in the msgpack spec's shortest
+            # form, the one msgpackr and msgpack-python write.
+            return self._ext(-1, value.to_bytes())
         # Subclasses of the basic types pack as their base type, as msgpack's Packer does.
         if isinstance(value, bool):
             return self._byte(0xC3 if value else 0xC2)

@@ -1,7 +1,2 @@
-"""Commands to state changes. Knows nothing of sockets."""
-from bunqueue.broker import states
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.dispatch import HANDLERS
-from bunqueue.broker.session import Session
-
-__all__ = ["HANDLERS", "Broker", "Session", "states"]
+"""Commands to state changes over the compiled core (``Broker`` in ``bunqueue.broker.broker``); knows
+nothing of sockets. Imports nothing, so that importing one broker module loads only what it uses."""

@@ -8,18 +8,11 @@ from collections.abc import Callable
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.control import unregister_dependencies
-from bunqueue.broker.dlq import drop_dead_letters
 from bunqueue.broker.queue import QueueState
 
 # Clean's state names for queued jobs: all of them select every waiting, prioritized and delayed job.
 QUEUED_STATES = frozenset(("waiting", "wait", "delayed", "prioritized", "paused"))
 DEFAULT_CLEAN_LIMIT = 1000
-
-
-def _remove(broker: Broker, job: Job) -> None:
-    broker._release_unique_key(job)
-    broker._delete(job)
 
 
 def drain(broker: Broker, queue: str) -> int:
@@ -28,9 +21,10 @@ def drain(broker: Broker, queue: str) -> int:
     if q is None:
         return 0
     jobs = broker.jobs
+    remove = broker.transitions.remove
     ids = q.clear_queued()
     for job_id in ids:
-        _remove(broker, jobs[job_id])
+        remove(jobs[job_id])
     return len(ids)
 
 
@@ -40,30 +34,30 @@ def obliterate(broker: Broker, queue: str) -> None:
     if q is None:
         return
     jobs = broker.jobs
+    t = broker.transitions
     for job_id in q.clear_queued():
-        _remove(broker, jobs[job_id])
+        t.remove(jobs[job_id])
     for job_id in list(q.active):
         job = jobs[job_id]
         # Its worker's later ACK or FAIL finds no job, as after any removal.
-        broker._leave_active(job)
-        _remove(broker, job)
+        t.leave_active(job)
+        t.remove(job)
     for job_id in list(q.waiting_children):
         job = jobs[job_id]
-        q.unpark(job_id)
-        unregister_dependencies(broker, job)
-        _remove(broker, job)
+        t.take_out(job)
+        t.remove(job)
     for job_id in list(q.completed):
-        broker.completed.pop(job_id, None)
+        broker.records.completed.pop(job_id, None)
         q.forget_completed(job_id)
-        _remove(broker, jobs[job_id])
-    drop_dead_letters(broker, queue, [entry["job"].id for entry in broker.dlq.clear(queue)])
+        t.remove(jobs[job_id])
+    t.drop_dead_letters(queue, [entry["job"].id for entry in broker.dlq.clear(queue)])
     q.n_completed = 0
     broker.store.queue_changed(queue, None)
     # Completed jobs evicted from memory are still rows of a durable store.
     broker.store.queue_removed(queue)
     if q.waiters:
         # Long-polling pulls hold this state and keep waiting on it: it stays, with default controls.
-        q.apply_settings({})
+        q.apply_settings({}, broker.clock())
     else:
         del broker.queues[queue]
 
@@ -98,7 +92,7 @@ def _clean_queued(broker: Broker, q: QueueState, threshold: float, limit: int) -
     removed = []
     for job in _oldest(old, limit, lambda job: (job.created_at, job.id)):
         q.remove_queued(job)
-        _remove(broker, job)
+        broker.transitions.remove(job)
         removed.append(job.id)
     return removed
 
@@ -113,9 +107,9 @@ def _clean_completed(broker: Broker, q: QueueState, threshold: float, limit: int
     old = [job for job in map(jobs.__getitem__, q.completed) if _completed_at(job) <= threshold]
     removed = []
     for job in _oldest(old, limit, lambda job: (_completed_at(job), job.id)):
-        broker.completed.pop(job.id, None)
+        broker.records.completed.pop(job.id, None)
         q.forget_completed(job.id)
-        _remove(broker, job)
+        broker.transitions.remove(job)
         removed.append(job.id)
     return removed
 
@@ -129,5 +123,5 @@ def _clean_failed(broker: Broker, queue: str, threshold: float, limit: int) -> l
             job_id = entry["job"].id
             broker.dlq.remove(queue, job_id)
             removed.append(job_id)
-    drop_dead_letters(broker, queue, removed)
+    broker.transitions.drop_dead_letters(queue, removed)
     return removed

@@ -1,6 +1,6 @@
 """WaitJob: wait, without polling, for a job to complete.
 
-The broker keeps the waiting futures per job id (``Broker.job_waiters``) and settles them where the job
+The job records keep the waiting futures per job id (``JobRecords.waiters``) and settles them where the job
 changes: True when it completes, False when its record is removed (cancel, drain, clean, obliterate,
 removeOnFail, DLQ removal...), since a removed job can never complete. A terminal failure settles
 nothing: a DLQ job may still be retried and complete, as the reference's waiters keep waiting too.
@@ -8,49 +8,36 @@ nothing: a DLQ job may still be retried and complete, as the reference's waiters
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bunqueue import errors
 from bunqueue.broker import states
+from bunqueue.broker.records import JobRecords
 from bunqueue.errors import CommandError
 
-if TYPE_CHECKING:
-    # The broker settles the futures this module registers: it imports settle_waiters from here.
-    from bunqueue.broker.broker import Broker
 
-Waiters = dict[str, list[Any]]
-
-
-def settle_waiters(waiters: Waiters, job_id: str, completed: bool) -> None:
-    futures = waiters.pop(job_id, None)
-    if futures:
-        for fut in futures:
-            if not fut.done():
-                fut.set_result(completed)
-
-
-def _completed_reply(broker: Broker, job_id: str) -> dict[str, Any]:
+def _completed_reply(records: JobRecords, job_id: str) -> dict[str, Any]:
     reply: dict[str, Any] = {"ok": True, "completed": True}
-    stored, result = broker.find_result(job_id)
+    stored, result = records.find_result(job_id)
     if stored:
         reply["result"] = result
     return reply
 
 
-def wait_for_job(broker: Broker, job_id: Any, timeout_ms: float) -> dict[str, Any] | Any:
+def wait_for_job(records: JobRecords, job_id: Any, timeout_ms: float) -> dict[str, Any] | Any:
     """The WaitJob reply now when the outcome is known, else an awaitable of it."""
-    job = broker.find_job(job_id)
+    job = records.find_job(job_id)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
     if job.state == states.COMPLETED:
-        return _completed_reply(broker, job.id)
-    return _wait(broker, job.id, timeout_ms)
+        return _completed_reply(records, job.id)
+    return _wait(records, job.id, timeout_ms)
 
 
-async def _wait(broker: Broker, job_id: str, timeout_ms: float) -> dict[str, Any]:
+async def _wait(records: JobRecords, job_id: str, timeout_ms: float) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[bool] = loop.create_future()
-    futures = broker.job_waiters.setdefault(job_id, [])
+    futures = records.waiters.setdefault(job_id, [])
     futures.append(fut)
     timer = loop.call_later(timeout_ms / 1000.0, _time_out, fut)
     try:
@@ -58,13 +45,13 @@ async def _wait(broker: Broker, job_id: str, timeout_ms: float) -> dict[str, Any
     finally:
         timer.cancel()
         # Timed out or cancelled (the connection closed): still registered, and must not be left behind.
-        pending = broker.job_waiters.get(job_id)
+        pending = records.waiters.get(job_id)
         if pending is not None and fut in pending:
             pending.remove(fut)
             if not pending:
-                del broker.job_waiters[job_id]
+                del records.waiters[job_id]
     if completed:
-        return _completed_reply(broker, job_id)
+        return _completed_reply(records, job_id)
     return {"ok": True, "completed": False}
 
 

@@ -1,10 +1,11 @@
 """The kinds of broker deadline, and how the broker asks for a wake-up.
 
 The broker has no event loop. Each kind of deadline (leases, job timeouts, stall checks, worker
-staleness, rate-limit windows) lives in one heap owned by the broker, and the broker calls
-``Broker.wake_at(kind, when)`` whenever that kind may now be due earlier than anything armed. The server
-keeps one loop timer per kind, armed for its earliest deadline (``bunqueue.server.scheduler``); when it
-fires it calls the kind's handler, which settles what is due and returns the next deadline of that kind.
+staleness, rate-limit windows, DLQ maintenance) lives in one heap owned by a broker component, and the
+component calls ``Alarms.arm(kind, when)`` (the broker's ``wake_at``) whenever that kind may now be due
+earlier than anything armed. The server keeps one loop timer per kind, armed for its earliest deadline
+(``bunqueue.server.scheduler``); when it fires it calls the kind's handler, which settles what is due
+and returns the next deadline of that kind.
 Nothing ever scans all jobs on a period.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ TIMEOUTS = "timeouts"
 STALLS = "stalls"
 WORKERS = "workers"
 RATE_LIMITS = "rate-limits"
-# DLQ maintenance: automatic retries and expiry (bunqueue.broker.deadletter.maintain).
+# DLQ maintenance: automatic retries and expiry.
 DLQ = "dlq"
 
 KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, DLQ)
@@ -29,3 +30,13 @@ Alarm = Callable[[str, float], None]
 
 def no_alarm(kind: str, when: float) -> None:
     """The broker's alarm until a server arms real timers (unit tests drive handlers directly)."""
+
+
+class Alarms:
+    """The one line from the broker's components to the server's timers, shared by all of them, so that
+    arming real timers later (``Broker.wake_at = ...``) reaches every component at once."""
+
+    __slots__ = ("arm",)
+
+    def __init__(self) -> None:
+        self.arm: Alarm = no_alarm

@@ -7,6 +7,7 @@ touches a socket.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bunqueue._core.jobs import NO_DATA, Job
@@ -29,9 +30,10 @@ DUPLICATED = "duplicated"
 
 
 class EventHub:
-    __slots__ = ("by_queue", "wanted", "webhooks")
+    __slots__ = ("by_queue", "clock", "wanted", "webhooks")
 
-    def __init__(self, webhooks: WebhookRegistry | None = None) -> None:
+    def __init__(self, clock: Callable[[], float] = now_ms, webhooks: WebhookRegistry | None = None) -> None:
+        self.clock = clock
         # Queue name -> subscribed sessions. A session listens to at most one queue.
         self.by_queue: dict[str, set[Session]] = {}
         self.webhooks = webhooks if webhooks is not None else WebhookRegistry()
@@ -71,7 +73,7 @@ class EventHub:
         hooks = self.webhooks.enabled_count > 0
         if not listeners and not hooks:
             return
-        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now_ms()}
+        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": self.clock()}
         event.update(fields)
         if listeners:
             frame = {"type": "event", "event": event}

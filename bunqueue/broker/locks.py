@@ -2,21 +2,16 @@
 
 Renewing a lease also counts as hearing from the job (``lastHeartbeat``), which is what stall detection
 looks at, and marks the lease as renewed, which keeps the job active when the connection that pulled it
-closes (a pooled worker may heartbeat from another socket; lease expiry reclaims it if it really died).
+closes (a pooled worker may heartbeat from another socket; lease expiry reclaims it if it really died:
+``Transitions.expire_leases``).
 """
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bunqueue import errors
 from bunqueue.broker import states
-from bunqueue.broker.clock import now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.deadlines import LEASES
-from bunqueue.broker.stalls import max_stalls
-
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
 
 
 def extend_lock(
@@ -34,7 +29,7 @@ def extend_lock(
     if lease_token is None or (token and token != lease_token):
         return False
     if now is None:
-        now = now_ms()
+        now = broker.clock()
     leases.renew(job_id, now, duration)
     job = broker.jobs.get(job_id)
     if job is not None:
@@ -54,34 +49,3 @@ def job_heartbeat(broker: Broker, job_id: Any, token: Any, duration: float | Non
         return extend_lock(broker, job_id, token, duration, now)
     job.last_heartbeat = now
     return True
-
-
-def settle_leases(broker: Broker, now: float) -> float | None:
-    """Active jobs whose lease ran out go back to their queue at once (no backoff), charged an attempt
-    and a stall; to the DLQ when the attempts or the queue's maxStalls run out."""
-    for job_id in broker.leases.pop_expired(now):
-        job = broker.jobs.get(job_id)
-        if job is None or job.state != states.ACTIVE:
-            continue
-        q = broker._leave_active(job)
-        job.attempts += 1
-        job.stall_count += 1
-        job.last_heartbeat = now
-        stall_cap = max_stalls(q)
-        attempts_out = job.attempts >= job.max_attempts
-        to_dlq = attempts_out or (stall_cap > 0 and job.stall_count >= stall_cap)
-        if broker.events.wanted:
-            broker.events.stalled(job, to_dlq)
-        if to_dlq:
-            reason, error = "stalled", errors.LOCK_EXPIRED
-            if attempts_out:
-                reason = "max_attempts_exceeded"
-                error = errors.lock_expired_at_max_attempts(job.max_attempts)
-            job.started_at = math.nan
-            broker._fail_terminally(job, reason, error, now, False)
-        else:
-            broker._record_failure(job, job.attempts, "stalled", errors.LOCK_EXPIRED, now)
-            job.started_at = math.nan
-            broker._enqueue(q, job, now)
-            broker.store.job_changed(job)
-    return broker.leases.next_deadline()

@@ -19,7 +19,7 @@ def add_log(broker: Broker, job_id: str, message: str, level: str, now: float) -
     """Append an entry; False when no such job exists."""
     if job_id not in broker.jobs:
         return False
-    logs = broker.logs
+    logs = broker.records.logs
     entries = logs.get(job_id)
     if entries is None:
         entries = logs[job_id] = []
@@ -34,15 +34,15 @@ def add_log(broker: Broker, job_id: str, message: str, level: str, now: float) -
 
 
 def get_logs(broker: Broker, job_id: str) -> list[dict[str, Any]]:
-    return broker.logs.get(job_id, [])
+    return broker.records.logs.get(job_id, [])
 
 
 def clear_logs(broker: Broker, job_id: str, keep: int) -> None:
     """Keep the ``keep`` most recent entries (0 clears them all)."""
     if keep <= 0:
-        broker.logs.pop(job_id, None)
+        broker.records.logs.pop(job_id, None)
         return
-    entries = broker.logs.get(job_id)
+    entries = broker.records.logs.get(job_id)
     if entries is not None and len(entries) > keep:
         del entries[:-keep]
 

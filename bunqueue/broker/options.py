@@ -1,6 +1,21 @@
 """Request options that are not job options: one place that checks them and names the field.
 
 Job options (PUSH/PUSHB) are validated in the compiled push path, ``bunqueue._core.jobs``.
+
+A numeric field is one of four kinds, each read by one function here, as the spec pages and the
+reference settle it for that field:
+
+- a number, never a numeric string: ``number_arg`` (ExtendLock/ExtendLocks ``duration``, GetJobs and
+  GetLogs bounds, WaitJob ``timeout``), ``strict_number`` (PULL/PULLB ``timeout``, ``count``) and
+  ``count_arg`` (PromoteJobs, Dlq, RetryDlq ``count``; Clean ``limit``);
+- a number or a plain decimal string: ``number_arg(coerce=True)`` (ChangeDelay and MoveToDelayed
+  ``delay``, ChangePriority ``priority``, Clean ``grace``) and ``coerce_numeric`` (ClearLogs ``keepLogs``);
+- a job option, read as PUSH reads it: ``finite_option`` (``lockTtl``, JobHeartbeat ``duration``, the
+  RegisterWorker and Heartbeat counters);
+- coerced as JS ``Number()`` does, junk dropped rather than refused: ``js_finite`` (RateLimit and
+  SetConcurrency ``limit``, SetStallConfig, GetQueueLimits ``maxJobs``).
+
+Every kind refuses NaN, and the infinities wherever a finite number is needed, before any state changes.
 """
 from __future__ import annotations
 
@@ -120,7 +135,10 @@ def count_arg(cmd: dict[str, Any], field: str, default: float = math.inf, finite
     reference clamps it). Infinity is no cap unless ``finite``; NaN and non-numbers are refused."""
     value = number_arg(cmd, field, default, finite=finite)
     assert value is not None
-    return value if value == math.inf else float(max(0, math.floor(value)))
+    if value == math.inf:
+        return value
+    # -Infinity is a negative cap like any other: 0, and never handed to floor().
+    return float(math.floor(value)) if value > 0 else 0.0
 
 
 def flag_or(cmd: dict[str, Any], field: str, default: bool) -> bool:

@@ -14,15 +14,13 @@ Anything else keeps the ordinary error ("Job not found or not in processing stat
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.broker import Broker
 from bunqueue.errors import CommandError
-
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
 
 Reply = dict[str, Any]
 
@@ -45,7 +43,7 @@ def complete_queued(broker: Broker, job: Job, result: Any, has_result: bool, rem
     q = broker.queues[job.queue]
     if not q.remove_queued(job):
         raise CommandError(errors.not_processing(job.id))
-    broker._complete(q, job, result, has_result, remove)
+    broker.transitions.complete(q, job, result, has_result, remove)
 
 
 def late_ack(
@@ -57,7 +55,7 @@ def late_ack(
     remove: bool,
     refusal: CommandError,
 ) -> Reply:
-    if broker.timeouts.retired.holds(broker, job_id, token):
+    if broker.timeouts.retired.holds(job_id, token):
         return finalized()
     job = requeued_after_loss(broker, job_id)
     if job is None:
@@ -67,7 +65,7 @@ def late_ack(
 
 
 def late_fail(broker: Broker, job_id: Any, token: Any, refusal: CommandError) -> Reply:
-    if broker.timeouts.retired.holds(broker, job_id, token):
+    if broker.timeouts.retired.holds(job_id, token):
         return finalized()
     if token and requeued_after_loss(broker, job_id) is not None:
         return finalized()
@@ -90,7 +88,7 @@ def ack_batch(broker: Broker, ids: list[Any], tokens: list[Any] | None, results:
                 raise CommandError(errors.not_processing(job_id))
             job = broker.active_job(job_id, token)
         except CommandError:
-            if retired.holds(broker, job_id, token):
+            if retired.holds(job_id, token):
                 ignored.append(i)
                 continue
             lost = requeued_after_loss(broker, job_id)

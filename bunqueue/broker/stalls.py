@@ -19,23 +19,14 @@ Nothing scans the active jobs on a period. Every active job is checked at exact 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bunqueue import errors
-from bunqueue._core.jobs import Job, wire_number
+from bunqueue._core.jobs import Job
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
-from bunqueue.broker.deadlines import STALLS
-from bunqueue.broker.options import js_finite
+from bunqueue.broker.deadlines import STALLS, Alarms
+from bunqueue.broker.queue import DEFAULT_STALL_CONFIG, Queues, QueueState
 
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
-    from bunqueue.broker.queue import QueueState
-
-DEFAULT_STALL_CONFIG: dict[str, Any] = {
-    "enabled": True, "stallInterval": 30000, "maxStalls": 3, "gracePeriod": 5000,
-}
-NUMERIC_KEYS = ("stallInterval", "maxStalls", "gracePeriod")
 # How long a stall must persist before it is acted on: the reference's stall check period.
 STALL_CONFIRM_MS = 5000.0
 
@@ -44,25 +35,6 @@ def config_of(q: QueueState | None) -> dict[str, Any]:
     if q is None or q.stall_config is None:
         return DEFAULT_STALL_CONFIG
     return q.stall_config
-
-
-def merged_config(current: dict[str, Any], update: Any) -> dict[str, Any]:
-    """SetStallConfig: numeric fields (numeric strings coerced, null kept, junk dropped) and ``enabled``."""
-    out = dict(current)
-    if type(update) is not dict:
-        return out
-    for key, value in update.items():
-        if key == "enabled":
-            if value is True or value is False:
-                out[key] = value
-        elif key in NUMERIC_KEYS:
-            if value is None:
-                out[key] = None
-            else:
-                number = js_finite(value)
-                if number is not None:
-                    out[key] = wire_number(number)
-    return out
 
 
 def _ms(value: Any) -> float:
@@ -80,8 +52,12 @@ def max_stalls(q: QueueState | None) -> float:
 
 
 class StallDetector:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    """Finds confirmed stalls; what happens to a stalled job is ``Transitions.lose_attempt``'s business."""
+
+    def __init__(self, jobs: dict[str, Job], queues: Queues, alarms: Alarms) -> None:
+        self.jobs = jobs
+        self.queues = queues
+        self.alarms = alarms
         # Queue name -> the first check of the job at the front of its stall_watch (or earlier).
         self.queue_due = TimerHeap()
         # Job id -> its next check: own stallTimeout, survivors of their first check, candidates.
@@ -94,11 +70,11 @@ class StallDetector:
         """``q.stall_watch`` just went from empty to non-empty with jobs pulled at ``now``."""
         due = now + first_check_delay(config_of(q))
         self.queue_due.push(q.name, due)
-        self.broker.wake_at(STALLS, due)
+        self.alarms.arm(STALLS, due)
 
     def watch_job(self, job: Job, now: float) -> None:
         """A job with its own stallTimeout started: its checks are scheduled one by one."""
-        self._schedule(job.id, self._next_check(job, config_of(self.broker.queues.get(job.queue)), now), True)
+        self._schedule(job.id, self._next_check(job, config_of(self.queues.get(job.queue)), now), True)
 
     def forget(self, job_id: str) -> None:
         """The job left active (its stall_watch entry is popped by the broker)."""
@@ -107,22 +83,27 @@ class StallDetector:
 
     # -- the deadline handler -------------------------------------------------------------------------
 
-    def expire(self, now: float) -> float | None:
-        broker = self.broker
-        jobs = broker.jobs
+    def due(self, now: float) -> list[Job]:
+        """Run the checks due at ``now``: the jobs whose stall is confirmed (still active)."""
+        jobs = self.jobs
+        queues = self.queues
+        stalled: list[Job] = []
         for name in self.queue_due.pop_due(now):
-            q = broker.queues.get(name)
+            q = queues.get(name)
             if q is not None and q.stall_watch:
-                self._check_front(q, jobs, now)
+                self._check_front(q, jobs, now, stalled)
         for job_id in self.exact.pop_due(now):
             job = jobs.get(job_id)
             if job is None or job.state != states.ACTIVE:
                 self.candidates.discard(job_id)
                 continue
-            self._check(job, broker.queues.get(job.queue), now)
+            self._check(job, queues.get(job.queue), now, stalled)
+        return stalled
+
+    def next_check(self) -> float | None:
         return _earliest(self.queue_due.peek_time(), self.exact.peek_time())
 
-    def _check_front(self, q: QueueState, jobs: dict[str, Job], now: float) -> None:
+    def _check_front(self, q: QueueState, jobs: dict[str, Job], now: float, stalled: list[Job]) -> None:
         watch = q.stall_watch
         assert watch is not None
         delay = first_check_delay(config_of(q))
@@ -140,9 +121,9 @@ class StallDetector:
             del watch[job_id]
             job = jobs.get(job_id)
             if job is not None and job.state == states.ACTIVE:
-                self._check(job, q, now)
+                self._check(job, q, now, stalled)
 
-    def _check(self, job: Job, q: QueueState | None, now: float) -> None:
+    def _check(self, job: Job, q: QueueState | None, now: float, stalled: list[Job]) -> None:
         cfg = config_of(q)
         job_id = job.id
         if not cfg["enabled"]:
@@ -156,8 +137,7 @@ class StallDetector:
             self._schedule(job_id, now + STALL_CONFIRM_MS, False)
         else:
             self.candidates.discard(job_id)
-            assert q is not None
-            self._act(job, q, cfg, now)
+            stalled.append(job)
 
     @staticmethod
     def _interval(job: Job, cfg: dict[str, Any]) -> float:
@@ -178,35 +158,7 @@ class StallDetector:
     def _schedule(self, job_id: str, when: float, wake: bool) -> None:
         self.exact.push(job_id, when)
         if wake:
-            self.broker.wake_at(STALLS, when)
-
-    def _act(self, job: Job, q: QueueState, cfg: dict[str, Any], now: float) -> None:
-        """A confirmed stall: retry with backoff, or the DLQ once attempts or stalls run out."""
-        from bunqueue.broker.broker import _timeline  # broker.py imports this module
-
-        broker = self.broker
-        attempts_exhausted = job.attempts + 1 >= job.max_attempts
-        to_dlq = attempts_exhausted or job.stall_count + 1 >= _ms(cfg["maxStalls"])
-        broker._leave_active(job)
-        job.stall_count += 1
-        job.attempts += 1
-        if broker.events.wanted:
-            broker.events.stalled(job, to_dlq)
-        if to_dlq:
-            if attempts_exhausted:
-                reason, error = "max_attempts_exceeded", errors.stalled_at_max_attempts(job.max_attempts)
-            else:
-                reason, error = "stalled", errors.stalled_times(job.stall_count)
-            job.started_at = math.nan
-            job.last_heartbeat = now
-            broker._fail_terminally(job, reason, error, now, False)
-            return
-        broker._record_failure(job, job.attempts, "stalled", errors.STALLED, now)
-        job.started_at = math.nan
-        job.last_heartbeat = now
-        _timeline(job, {"state": states.FAILED_NAME, "timestamp": now, "error": errors.STALLED,
-                        "attempt": job.attempts})
-        broker._retry(q, job, job.attempts, now)
+            self.alarms.arm(STALLS, when)
 
     # -- configuration -----------------------------------------------------------------------------
 
@@ -216,7 +168,7 @@ class StallDetector:
         if not cfg["enabled"]:
             q.stall_watch = None
             return
-        jobs = self.broker.jobs
+        jobs = self.jobs
         active = [jobs[job_id] for job_id in q.active if job_id in jobs]
         if q.stall_watch is None:
             # Re-enabled: every running job of the queue is watched again, in pull order.
@@ -234,7 +186,7 @@ class StallDetector:
             started = front.started_at if front is not None else now
             due = started + first_check_delay(cfg)
             self.queue_due.push(q.name, due)
-            self.broker.wake_at(STALLS, due)
+            self.alarms.arm(STALLS, due)
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bunqueue import errors
 from bunqueue._core.jobs import Job
+from bunqueue._core.leases import LeaseTable
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
-from bunqueue.broker.deadlines import TIMEOUTS
-
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
-
-TIMEOUT_REASON = "timeout"
+from bunqueue.broker.deadlines import TIMEOUTS, Alarms
 
 
 class RetiredGenerations:
     """Attempts that a timeout finalized: job id -> (startedAt, lease token or None)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, jobs: dict[str, Job], capacity: int) -> None:
+        self.jobs = jobs
         self.capacity = max(1, capacity)
         self.by_job: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
         self.by_token: OrderedDict[str, str] = OrderedDict()
@@ -50,7 +46,7 @@ class RetiredGenerations:
         if generation is not None and generation[1] is not None:
             self.by_token.pop(generation[1], None)
 
-    def holds(self, broker: Broker, job_id: Any, token: Any) -> bool:
+    def holds(self, job_id: Any, token: Any) -> bool:
         """Whether an ACK/FAIL of ``job_id`` with ``token`` settles an attempt a timeout already finalized.
 
         With a token, only that exact retired lease matches. Without one, the job's last timed-out attempt
@@ -63,7 +59,7 @@ class RetiredGenerations:
         generation = self.by_job.get(job_id)
         if generation is None or generation[1] is not None:
             return False
-        job = broker.jobs.get(job_id)
+        job = self.jobs.get(job_id)
         if job is None:
             return True
         if job.state == states.ACTIVE:
@@ -78,10 +74,14 @@ def _same_time(a: float, b: float) -> bool:
 
 
 class JobTimeouts:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    """Finds timed-out attempts and retires them; failing them is ``Transitions.lose_attempt``'s business."""
+
+    def __init__(self, jobs: dict[str, Job], leases: LeaseTable, alarms: Alarms, capacity: int) -> None:
+        self.jobs = jobs
+        self.leases = leases
+        self.alarms = alarms
         self.deadlines = TimerHeap()
-        self.retired = RetiredGenerations(broker.max_completed_jobs)
+        self.retired = RetiredGenerations(jobs, capacity)
 
     def started(self, job: Job, now: float) -> None:
         """A job with a timeout became active at ``now``."""
@@ -91,17 +91,19 @@ class JobTimeouts:
         # Whole milliseconds, rounded up: the job never times out early.
         deadline = float(math.ceil(now + timeout))
         self.deadlines.push(job.id, deadline)
-        self.broker.wake_at(TIMEOUTS, deadline)
+        self.alarms.arm(TIMEOUTS, deadline)
 
     def forget(self, job_id: str) -> None:
         self.deadlines.remove(job_id)
 
-    def expire(self, now: float) -> float | None:
-        broker = self.broker
+    def due(self, now: float) -> list[Job]:
+        """The active jobs whose timeout came due at ``now``, their attempts retired."""
+        jobs = self.jobs
+        timed_out: list[Job] = []
         for job_id in self.deadlines.pop_due(now):
-            job = broker.jobs.get(job_id)
+            job = jobs.get(job_id)
             if job is None or job.state != states.ACTIVE:
                 continue
-            self.retired.retire(job_id, job.started_at, broker.leases.token(job_id))
-            broker.fail(job, errors.JOB_TIMEOUT_EXCEEDED, None, False, False, TIMEOUT_REASON)
-        return self.deadlines.peek_time()
+            self.retired.retire(job_id, job.started_at, self.leases.token(job_id))
+            timed_out.append(job)
+        return timed_out

@@ -5,7 +5,7 @@ import asyncio
 from typing import Any
 
 from bunqueue._core.jobs import Job
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.queue import QueueState
 from bunqueue.broker.session import Session
 
@@ -27,11 +27,11 @@ async def wait_for_jobs(
     back to sleep if another waiter was faster.
     """
     loop = asyncio.get_running_loop()
-    deadline = now_ms() + timeout_ms
+    deadline = broker.clock() + timeout_ms
     session.waiting += 1
     try:
         while True:
-            now = now_ms()
+            now = broker.clock()
             if now >= deadline:
                 return [], [] if owner is not None else None
             wake_at = deadline

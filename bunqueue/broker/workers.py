@@ -11,15 +11,12 @@ comes due, so a heartbeat costs no heap work.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadlines import WORKERS
-
-if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
+from bunqueue.broker.deadlines import WORKERS, Alarms
 
 DEFAULT_WORKER_TIMEOUT_MS = 30_000
 # Silence after which a worker is dropped from the registry, in multiples of the stale timeout.
@@ -72,8 +69,10 @@ class Worker:
 
 
 class WorkerRegistry:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, clock: Callable[[], float], alarms: Alarms, new_id: Callable[[], str]) -> None:
+        self.clock = clock
+        self.alarms = alarms
+        self.new_id = new_id
         self.timeout_ms: float = DEFAULT_WORKER_TIMEOUT_MS
         self.workers: dict[str, Worker] = {}
         # Client connection -> ids of the workers it registered.
@@ -95,7 +94,7 @@ class WorkerRegistry:
         pid: float | None,
         started_at: float | None,
     ) -> Worker:
-        now = now_ms()
+        now = self.clock()
         worker = self.workers.get(worker_id) if worker_id is not None else None
         if worker is not None:
             worker.queues = queues
@@ -107,7 +106,7 @@ class WorkerRegistry:
                 worker.pid = pid
             return worker
         if worker_id is None:
-            worker_id = self.broker.factory.new_token()
+            worker_id = self.new_id()
         worker = Worker(
             worker_id, name, queues, concurrency, hostname if hostname is not None else "unknown",
             pid if pid is not None else 0, started_at if started_at is not None else now, now, session_key,
@@ -129,7 +128,7 @@ class WorkerRegistry:
         worker = self.workers.get(worker_id) if type(worker_id) is str else None
         if worker is None:
             return False
-        worker.last_seen = now_ms()
+        worker.last_seen = self.clock()
         if active_jobs is not None:
             self.total_active_jobs += active_jobs - worker.active_jobs
             worker.active_jobs = active_jobs
@@ -162,7 +161,7 @@ class WorkerRegistry:
         return ACTIVE if now - worker.last_seen < self.timeout_ms else STALE
 
     def listing(self) -> dict[str, Any]:
-        now = now_ms()
+        now = self.clock()
         workers = []
         active = 0
         slots: float = 0
@@ -192,7 +191,7 @@ class WorkerRegistry:
     def _schedule(self, worker: Worker) -> None:
         when = self._removal_time(worker)
         self.removal.push(worker.id, when)
-        self.broker.wake_at(WORKERS, when)
+        self.alarms.arm(WORKERS, when)
 
     def expire(self, now: float) -> float | None:
         for worker_id in self.removal.pop_due(now):

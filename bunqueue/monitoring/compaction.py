@@ -7,8 +7,7 @@ import gc
 import logging
 from typing import TYPE_CHECKING
 
-from bunqueue.broker import dedup, listing
-from bunqueue.broker.clock import now_ms
+from bunqueue.broker import listing
 from bunqueue.monitoring.snapshot import process_memory
 
 if TYPE_CHECKING:
@@ -38,8 +37,8 @@ def compact(broker: Broker) -> dict[str, int]:
     freed = {
         "queues": _idle_queues(broker),
         "uniqueKeys": _stale_unique_keys(broker),
-        "results": _orphans(broker, broker.results),
-        "logs": _orphans(broker, broker.logs),
+        "results": _orphans(broker, broker.records.results),
+        "logs": _orphans(broker, broker.records.logs),
         "waiters": _empty_waiters(broker),
     }
     freed["objects"] = gc.collect()
@@ -62,12 +61,13 @@ def _idle_queues(broker: Broker) -> int:
 
 
 def _stale_unique_keys(broker: Broker) -> int:
-    now = now_ms()
-    before = len(broker.unique_keys)
-    for queue, key in list(broker.unique_keys):
+    now = broker.clock()
+    keys = broker.keys
+    before = len(keys.owners)
+    for queue, key in list(keys.owners):
         # owner_of drops an entry whose ttl passed or whose owner is no longer live.
-        dedup.owner_of(broker, queue, key, now)
-    return before - len(broker.unique_keys)
+        keys.owner_of(queue, key, now)
+    return before - len(keys.owners)
 
 
 def _orphans(broker: Broker, by_job: dict) -> int:  # type: ignore[type-arg]
@@ -78,7 +78,8 @@ def _orphans(broker: Broker, by_job: dict) -> int:  # type: ignore[type-arg]
 
 
 def _empty_waiters(broker: Broker) -> int:
-    empty = [job_id for job_id, waiters in broker.job_waiters.items() if not waiters]
+    waiting = broker.records.waiters
+    empty = [job_id for job_id, waiters in waiting.items() if not waiters]
     for job_id in empty:
-        del broker.job_waiters[job_id]
+        del waiting[job_id]
     return len(empty)

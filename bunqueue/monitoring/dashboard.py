@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, Any
 
 from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker import listing
-from bunqueue.broker.clock import now_ms
 from bunqueue.monitoring.snapshot import MIB, process_memory, totals
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ def overview(broker: Broker) -> dict[str, Any]:
     t = totals(broker)
     mem = process_memory()
     workers = broker.workers
-    now = now_ms()
+    now = broker.clock()
     worker_list = []
     active_workers = 0
     for worker in workers.workers.values():
@@ -78,9 +77,9 @@ def collections(broker: Broker, t: Any) -> dict[str, int]:
                 held += 1
     return {
         "jobIndex": len(broker.jobs),
-        "completedJobs": len(broker.completed),
-        "jobResults": len(broker.results),
-        "jobLogs": len(broker.logs),
+        "completedJobs": len(broker.records.completed),
+        "jobResults": len(broker.records.results),
+        "jobLogs": len(broker.records.logs),
         "customIdMap": 0,
         "jobLocks": len(broker.leases),
         "processingTotal": t.active,
@@ -112,7 +111,7 @@ def queues(broker: Broker) -> dict[str, Any]:
             }
         row["dlq"] = broker.dlq.count(name)
         out.append({k: row[k] for k in ("name", "waiting", "prioritized", "delayed", "active", "dlq", "paused")})
-    return {"queues": out, "timestamp": now_ms()}
+    return {"queues": out, "timestamp": broker.clock()}
 
 
 def queue(broker: Broker, name: str, counts: dict[str, int], include_jobs: bool, jobs_limit: int) -> dict[str, Any]:
@@ -140,7 +139,7 @@ def queue(broker: Broker, name: str, counts: dict[str, int], include_jobs: bool,
         "dlqPreview": preview,
     }
     if include_jobs:
-        now = now_ms()
+        now = broker.clock()
         limit = min(jobs_limit, MAX_JOBS_LIMIT)
 
         def summaries(state: str) -> list[dict[str, Any]]:
@@ -153,7 +152,7 @@ def queue(broker: Broker, name: str, counts: dict[str, int], include_jobs: bool,
             "delayed": summaries("delayed"),
             "paused": summaries("paused") if paused else [],
         }
-    out["timestamp"] = now_ms()
+    out["timestamp"] = broker.clock()
     return out
 
 

@@ -6,16 +6,15 @@ import gc
 import logging
 import signal
 import time
-from functools import partial
 from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
-from bunqueue.broker import Broker, Session, states
-from bunqueue.broker.broker import now_ms
-from bunqueue.broker.deadletter import maintain as maintain_dlq
-from bunqueue.broker.deadlines import DLQ
+from bunqueue.broker import states
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.clock import now_ms
 from bunqueue.broker.recovery import restore
+from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol, check_token
@@ -63,7 +62,7 @@ class BrokerServer:
         # One packer for every connection: packing is synchronous, so they never interleave.
         self.packer = ReplyPacker()
         self.tcp_server: asyncio.base_events.Server | None = None
-        # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits).
+        # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits, DLQ).
         self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
 
@@ -82,14 +81,10 @@ class BrokerServer:
             loop.add_signal_handler(sig, self.request_stop)
         if isinstance(self.store, SQLiteStore):
             self.recover(self.store, loop)
-        handlers = self.broker.deadline_handlers()
-        handlers[DLQ] = partial(maintain_dlq, self.broker)
-        self.deadlines = DeadlineScheduler(loop, handlers)
+        self.deadlines = DeadlineScheduler(loop, self.broker.deadline_handlers())
         self.broker.wake_at = self.deadlines.arm
-        self.broker.dlq.wake_at = partial(self.deadlines.arm, DLQ)
-        due = self.broker.dlq.next_due()
-        if due is not None:
-            self.deadlines.arm(DLQ, due)
+        for kind, due in self.broker.pending_deadlines():
+            self.deadlines.arm(kind, due)
         self.tcp_server = await loop.create_server(
             lambda: BrokerProtocol(self),
             self.settings.host,

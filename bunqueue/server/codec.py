@@ -7,6 +7,7 @@ from typing import Any
 import msgpack
 
 from bunqueue import errors
+from bunqueue.errors import BadFrame
 
 __all__ = ["PAYLOAD_FIELDS", "UNDEFINED", "BadFrame", "decode_command", "ext_hook", "without_undefined"]
 
@@ -34,14 +35,6 @@ def ext_hook(code: int, data: bytes) -> Any:
         _seen.undefined = True
         return UNDEFINED
     return msgpack.ExtType(code, data)
-
-
-class BadFrame(Exception):
-    """The frame is not a command: the reply is this error text, without a reqId."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 _unpackb = msgpack.unpackb

@@ -11,24 +11,38 @@ import hmac
 import logging
 from collections import deque
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bunqueue import errors
 from bunqueue._core.framing import FrameReader, FrameTooLarge
 from bunqueue._core.packer import ReplyPacker
-from bunqueue.broker import HANDLERS, Session
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
+from bunqueue.commands import HANDLERS
+from bunqueue.config import Settings
 from bunqueue.errors import CommandError
 from bunqueue.server.codec import BadFrame, decode_command
 from bunqueue.server.ratelimit import RequestRateLimiter
-
-if TYPE_CHECKING:
-    from bunqueue.server.app import BrokerServer
+from bunqueue.storage import Store
 
 log = logging.getLogger("bunqueue.tcp")
 
 MAX_IN_FLIGHT = 50
 # Reading pauses while this much is queued for a slow reader; the connection is dropped at the hard limit.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class BrokerServer(Protocol):
+    """What a connection uses of the running server (``bunqueue.server.app.BrokerServer``)."""
+
+    broker: Broker
+    settings: Settings
+    packer: ReplyPacker
+    store: Store
+    tokens: Any
+    connections: set[BrokerProtocol]
+
+    def authenticate(self, token: Any, session: Session) -> dict[str, Any]: ...
 
 
 class BrokerProtocol(asyncio.Protocol):

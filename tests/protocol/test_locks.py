@@ -66,6 +66,8 @@ async def test_extend_lock_needs_a_lease(conn: Connection, queue_name: str) -> N
         (float("nan"), "duration must be a finite number"),
         (float("inf"), "duration must be a finite number"),
         ("soon", "duration must be a number"),
+        # A numeric string is not a number for ExtendLock (job-commands page), unlike a ChangeDelay delay.
+        ("30000", "duration must be a number"),
         ([1], "duration must be a number"),
     ],
 )
@@ -79,12 +81,12 @@ async def test_extend_lock_rejects_bad_durations_and_keeps_the_lease(
     assert (await conn.request({"cmd": "ACK", "id": job_id, "token": token}))["ok"]
 
 
-async def test_extend_lock_accepts_numeric_strings_fractions_and_omission(
+async def test_extend_lock_accepts_integers_fractions_and_omission(
     conn: Connection, queue_name: str
 ) -> None:
     await push(conn, queue_name)
     job_id, token = await pull_owned(conn, queue_name)
-    for duration in ("45000", 45000.5, None):
+    for duration in (45000, 45000.5, None):
         cmd = {"cmd": "ExtendLock", "id": job_id, "token": token}
         if duration is not None:
             cmd["duration"] = duration
@@ -124,6 +126,8 @@ async def test_extend_locks_counts_and_validates_everything_first(conn: Connecti
     # One bad duration fails the command before any lease moves: the 100 ms would otherwise expire a's lease.
     bad = await call(conn, {**base, "durations": [100, float("nan")]})
     assert bad == {"ok": False, "error": "durations[1]: duration must be a finite number"}
+    bad = await call(conn, {**base, "durations": [100, "30000"]})
+    assert bad == {"ok": False, "error": "durations[1]: duration must be a number"}
     await asyncio.sleep(0.3)
     assert await state(conn, a) == "active"
     # Missing positions keep the current ttl; an empty call extends nothing.

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from bunqueue._core.jobs import JobFactory
-from bunqueue.broker.control import normalize_progress
-from bunqueue.broker.dlq import DEFAULT_CONFIG, DeadLetters, can_auto_retry, merge_config
+from bunqueue.broker.deadlines import Alarms
+from bunqueue.broker.dlqtable import DEFAULT_CONFIG, DeadLetters, can_auto_retry, merge_config
+from bunqueue.broker.jobcontrol import normalize_progress
 from bunqueue.broker.listing import js_number_key
 from bunqueue.broker.options import js_number, js_slice_bounds
 from bunqueue.broker.queue import QueueState
@@ -19,10 +20,10 @@ NOW = 1_800_000_000_000.0
 def make_dlq(**config: Any) -> tuple[DeadLetters, list[float]]:
     q = QueueState("q")
     q.dlq_config = merge_config(DEFAULT_CONFIG, config) if config else None
-    dlq = DeadLetters({"q": q})
+    alarms = Alarms()
     wakes: list[float] = []
-    dlq.wake_at = wakes.append
-    return dlq, wakes
+    alarms.arm = lambda kind, when: wakes.append(when)
+    return DeadLetters({"q": q}, alarms), wakes
 
 
 def job(name: str = "j") -> Any:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from bunqueue._core.jobs import JobFactory
 from bunqueue._core.packer import ReplyPacker
+from bunqueue.errors import MAX_VALUE_DEPTH
 
 SCALARS = st.one_of(
     st.none(),
@@ -55,10 +56,28 @@ def test_unpackable_values_raise() -> None:
     with pytest.raises(OverflowError):
         ReplyPacker().pack(2**64)
     deep: list[Any] = []
-    for _ in range(600):
+    for _ in range(1100):
         deep = [deep]
     with pytest.raises(ValueError):
         ReplyPacker().pack(deep)
+
+
+def test_values_nested_as_deep_as_admitted_pack_inside_a_reply() -> None:
+    deep: list[Any] = [1]
+    for _ in range(MAX_VALUE_DEPTH - 1):
+        deep = [deep]
+    reply = {"ok": True, "jobs": [{"job": {"data": deep}}]}
+    assert ReplyPacker().pack(reply) == b"\x82\xa2ok\xc3\xa4jobs\x91\x81\xa3job\x81\xa4data" + b"\x91" * 500 + b"\x01"
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [b"\xd6\xff\x00\x00\x00\x01", b"\xd7\xff\x00\x00\x00\x04\x00\x00\x00\x01",
+     b"\xc7\x0c\xff\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff"],
+)
+def test_timestamps_go_back_out_as_the_bytes_that_came_in(encoded: bytes) -> None:
+    """Timestamp 32, 64 and 96, each in the shortest form for its value (as msgpackr writes them)."""
+    assert ReplyPacker().pack(msgpack.unpackb(encoded)) == encoded
 
 
 def _js_number(value: float) -> int | float:

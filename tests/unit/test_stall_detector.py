@@ -2,40 +2,27 @@
 nothing is scheduled per heartbeat."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-import bunqueue.broker.broker as broker_module
+from bunqueue._testbase.clock import T0, FakeClock
 from bunqueue.broker import states
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.deadlines import STALLS
+from bunqueue.broker.queue import merged_config
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import STALL_CONFIRM_MS, config_of, merged_config
-
-T0 = 1_000_000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
+from bunqueue.broker.stalls import STALL_CONFIRM_MS, config_of
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
-    c = Clock()
-    monkeypatch.setattr(broker_module, "now_ms", c)
-    yield c
+def clock() -> FakeClock:
+    return FakeClock(T0)
 
 
 @pytest.fixture
-def broker(clock: Clock) -> Broker:
-    b = Broker()
-    b.alarms = []  # type: ignore[attr-defined]
-    b.wake_at = lambda kind, when: b.alarms.append((kind, when))  # type: ignore[attr-defined]
+def broker(clock: FakeClock) -> Broker:
+    b = Broker(clock=clock)
+    b.armed = []  # type: ignore[attr-defined]
+    b.wake_at = lambda kind, when: b.armed.append((kind, when))  # type: ignore[attr-defined]
     return b
 
 
@@ -52,18 +39,18 @@ def push_and_pull(b: Broker, queue: str, n: int = 1, **opts: object) -> list[str
     return ids
 
 
-def settle(b: Broker, clock: Clock, at: float) -> float | None:
+def settle(b: Broker, clock: FakeClock, at: float) -> float | None:
     clock.now = at
-    return b.stalls.expire(at)
+    return b.deadline_handlers()[STALLS](at)
 
 
-def test_default_first_check_is_at_the_interval(broker: Broker, clock: Clock) -> None:
+def test_default_first_check_is_at_the_interval(broker: Broker, clock: FakeClock) -> None:
     push_and_pull(broker, "q")
-    assert broker.alarms == [(STALLS, T0 + 30000)]  # type: ignore[attr-defined]
+    assert broker.armed == [(STALLS, T0 + 30000)]  # type: ignore[attr-defined]
     assert settle(broker, clock, T0 + 29999) == T0 + 30000
 
 
-def test_two_phases_then_retry(broker: Broker, clock: Clock) -> None:
+def test_two_phases_then_retry(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=1000, gracePeriod=0)
     (job_id,) = push_and_pull(broker, "q", backoff=0)
     # At the interval the job is not yet silent for *more* than it: looked at again 1 ms later.
@@ -77,7 +64,7 @@ def test_two_phases_then_retry(broker: Broker, clock: Clock) -> None:
     assert broker.queues["q"].n_active == 0 and broker.queues["q"].n_waiting == 1
 
 
-def test_a_heartbeat_during_candidacy_saves_the_job(broker: Broker, clock: Clock) -> None:
+def test_a_heartbeat_during_candidacy_saves_the_job(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=1000, gracePeriod=0)
     (job_id,) = push_and_pull(broker, "q")
     settle(broker, clock, T0 + 1001)
@@ -89,7 +76,7 @@ def test_a_heartbeat_during_candidacy_saves_the_job(broker: Broker, clock: Clock
     assert broker.jobs[job_id].state == states.ACTIVE
 
 
-def test_heartbeats_cost_no_heap_work(broker: Broker, clock: Clock) -> None:
+def test_heartbeats_cost_no_heap_work(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=1000, gracePeriod=0)
     (job_id,) = push_and_pull(broker, "q")
     job = broker.jobs[job_id]
@@ -101,7 +88,7 @@ def test_heartbeats_cost_no_heap_work(broker: Broker, clock: Clock) -> None:
     assert len(broker.stalls.exact) == 1
 
 
-def test_max_stalls_sends_to_the_dlq(broker: Broker, clock: Clock) -> None:
+def test_max_stalls_sends_to_the_dlq(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=0, gracePeriod=0, maxStalls=1)
     (job_id,) = push_and_pull(broker, "q")
     settle(broker, clock, T0 + 1)
@@ -112,7 +99,7 @@ def test_max_stalls_sends_to_the_dlq(broker: Broker, clock: Clock) -> None:
     assert (entry["reason"], entry["error"]) == ("stalled", "Job stalled 1 times")
 
 
-def test_last_attempt_stall_is_max_attempts_exceeded(broker: Broker, clock: Clock) -> None:
+def test_last_attempt_stall_is_max_attempts_exceeded(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=0, gracePeriod=0)
     push_and_pull(broker, "q", maxAttempts=1)
     settle(broker, clock, T0 + 1)
@@ -121,19 +108,19 @@ def test_last_attempt_stall_is_max_attempts_exceeded(broker: Broker, clock: Cloc
     assert (entry["reason"], entry["error"]) == ("max_attempts_exceeded", "Job stalled at max attempts (1)")
 
 
-def test_grace_period_delays_the_first_check(broker: Broker, clock: Clock) -> None:
+def test_grace_period_delays_the_first_check(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=100, gracePeriod=2000)
     push_and_pull(broker, "q")
     assert broker.stalls.queue_due.peek_time() == T0 + 2000
 
 
-def test_own_stall_timeout_is_checked_exactly(broker: Broker, clock: Clock) -> None:
+def test_own_stall_timeout_is_checked_exactly(broker: Broker, clock: FakeClock) -> None:
     (job_id,) = push_and_pull(broker, "q", stallTimeout=7000)
     assert broker.stalls.exact.when(job_id) == T0 + 7000
     assert not broker.queues["q"].stall_watch
 
 
-def test_only_the_front_of_a_queue_is_looked_at(broker: Broker, clock: Clock) -> None:
+def test_only_the_front_of_a_queue_is_looked_at(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=1000, gracePeriod=0)
     first = push_and_pull(broker, "q", 3)
     clock.now = T0 + 500
@@ -144,7 +131,7 @@ def test_only_the_front_of_a_queue_is_looked_at(broker: Broker, clock: Clock) ->
     assert broker.stalls.queue_due.when("q") == T0 + 1500
 
 
-def test_leaving_active_forgets_the_job(broker: Broker, clock: Clock) -> None:
+def test_leaving_active_forgets_the_job(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", stallInterval=1000, gracePeriod=0)
     (job_id,) = push_and_pull(broker, "q")
     settle(broker, clock, T0 + 1001)
@@ -153,7 +140,7 @@ def test_leaving_active_forgets_the_job(broker: Broker, clock: Clock) -> None:
     assert not broker.queues["q"].stall_watch
 
 
-def test_disable_and_enable(broker: Broker, clock: Clock) -> None:
+def test_disable_and_enable(broker: Broker, clock: FakeClock) -> None:
     configure(broker, "q", enabled=False, stallInterval=0, gracePeriod=0)
     (job_id,) = push_and_pull(broker, "q")
     assert broker.queues["q"].stall_watch is None
@@ -163,7 +150,7 @@ def test_disable_and_enable(broker: Broker, clock: Clock) -> None:
     assert job_id in broker.stalls.candidates
 
 
-def test_a_shorter_interval_reschedules_running_jobs(broker: Broker, clock: Clock) -> None:
+def test_a_shorter_interval_reschedules_running_jobs(broker: Broker, clock: FakeClock) -> None:
     (job_id,) = push_and_pull(broker, "q")
     assert broker.stalls.queue_due.when("q") == T0 + 30000
     configure(broker, "q", stallInterval=1000, gracePeriod=0)

@@ -6,7 +6,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import options, states
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 
@@ -42,7 +42,7 @@ def handle_get_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Rep
     job = _find(broker, cmd)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
-    return {"ok": True, "job": job_view(broker, job, now_ms())}
+    return {"ok": True, "job": job_view(broker, job, broker.clock())}
 
 
 def handle_get_job_by_custom_id(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -50,7 +50,7 @@ def handle_get_job_by_custom_id(broker: Broker, cmd: dict[str, Any], session: Se
     job = broker.jobs.get(custom_id) if type(custom_id) is str else None
     if job is None or job.custom_id is None:
         raise CommandError(errors.JOB_NOT_FOUND)
-    view = job_view(broker, job, now_ms())
+    view = job_view(broker, job, broker.clock())
     # The reference answers this lookup with the stored record, without the view's state.
     del view["state"]
     return {"ok": True, "job": view}
@@ -58,7 +58,7 @@ def handle_get_job_by_custom_id(broker: Broker, cmd: dict[str, Any], session: Se
 
 def handle_get_state(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     job = _find(broker, cmd)
-    state = states.UNKNOWN if job is None else job_state(broker, job, now_ms())
+    state = states.UNKNOWN if job is None else job_state(broker, job, broker.clock())
     reply: Reply = {"ok": True}
     if cmd.get("id") is not None:
         reply["id"] = cmd["id"]
@@ -84,7 +84,7 @@ def _counts(broker: Broker, queue: str) -> dict[str, int]:
             "waiting": 0, "prioritized": 0, "delayed": 0, "active": 0, "completed": 0, "failed": 0,
             "waiting-children": 0, "paused": 0,
         }
-    broker.promote_due(q, now_ms())
+    broker.promote_due(q, broker.clock())
     paused = q.paused
     return {
         "waiting": 0 if paused else q.n_waiting,

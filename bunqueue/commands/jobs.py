@@ -5,7 +5,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from bunqueue import errors
-from bunqueue._core.jobs import Job
+from bunqueue._core.jobs import Job, check_nesting
 from bunqueue.broker import options, outcomes
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.queue import QueueState
@@ -95,6 +95,7 @@ def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     job_id = cmd.get("id")
     token = cmd.get("token")
     remove = cmd.get("removeOnComplete") is True
+    check_nesting(cmd.get("result"), "result")
     try:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
@@ -112,6 +113,11 @@ def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
         raise CommandError(errors.ACKB_TOKENS_LENGTH)
     if results is not None and (type(results) is not list or len(results) != len(ids)):
         raise CommandError(errors.ACKB_RESULTS_LENGTH)
+    for i, result in enumerate(results or ()):
+        try:
+            check_nesting(result, "result")
+        except CommandError as exc:
+            raise CommandError(errors.item_error("results", i, exc.message)) from None
     return outcomes.ack_batch(broker, ids, tokens, results)
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from bunqueue._core.jobs import MAX_DURATION, NO_DATA
-from bunqueue.broker import control, options
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue._core.jobs import MAX_DURATION, NO_DATA, check_nesting
+from bunqueue.broker import jobcontrol, options
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.completion import wait_for_job
 from bunqueue.broker.session import Session
 from bunqueue.errors import CANNOT_CHANGE_DELAY, CommandError, must_be_string
@@ -20,13 +20,15 @@ MAX_WAIT_TIMEOUT = 600_000.0
 
 
 def handle_cancel(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    control.cancel(broker, options.job_id_arg(cmd))
+    jobcontrol.cancel(broker, options.job_id_arg(cmd))
     return {"ok": True}
 
 
 def handle_update(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     # Update without data leaves the job without data, as the reference stores an undefined payload.
-    control.update_data(broker, options.job_id_arg(cmd), cmd.get("data", NO_DATA))
+    data = cmd.get("data", NO_DATA)
+    check_nesting(data, "data")
+    jobcontrol.update_data(broker, options.job_id_arg(cmd), data)
     return {"ok": True}
 
 
@@ -36,19 +38,19 @@ def handle_change_priority(broker: Broker, cmd: dict[str, Any], session: Session
     assert priority is not None
     # An absent lifo keeps the job's own.
     lifo = None if cmd.get("lifo") is None else options.flag(cmd, "lifo")
-    control.change_priority(broker, options.job_id_arg(cmd), priority, lifo)
+    jobcontrol.change_priority(broker, options.job_id_arg(cmd), priority, lifo)
     return {"ok": True}
 
 
 def handle_promote(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    control.promote(broker, options.job_id_arg(cmd), now_ms())
+    jobcontrol.promote(broker, options.job_id_arg(cmd), broker.clock())
     return {"ok": True}
 
 
 def handle_promote_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     count = options.count_arg(cmd, "count")
-    return {"ok": True, "count": control.promote_jobs(broker, queue, count, now_ms())}
+    return {"ok": True, "count": jobcontrol.promote_jobs(broker, queue, count, broker.clock())}
 
 
 def _delay(cmd: dict[str, Any]) -> float:
@@ -60,23 +62,24 @@ def _delay(cmd: dict[str, Any]) -> float:
 
 def handle_move_to_delayed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     delay = _delay(cmd)
-    control.move_to_delayed(broker, options.job_id_arg(cmd), delay, cmd.get("token"), now_ms())
+    jobcontrol.move_to_delayed(broker, options.job_id_arg(cmd), delay, cmd.get("token"), broker.clock())
     return {"ok": True}
 
 
 def handle_change_delay(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     delay = _delay(cmd)
-    control.change_delay(broker, options.job_id_arg(cmd), delay, cmd.get("token"), now_ms(), CANNOT_CHANGE_DELAY)
+    job_id = options.job_id_arg(cmd)
+    jobcontrol.change_delay(broker, job_id, delay, cmd.get("token"), broker.clock(), CANNOT_CHANGE_DELAY)
     return {"ok": True}
 
 
 def handle_move_to_wait(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    control.move_to_wait(broker, options.job_id_arg(cmd), cmd.get("token"), now_ms())
+    jobcontrol.move_to_wait(broker, options.job_id_arg(cmd), cmd.get("token"), broker.clock())
     return {"ok": True}
 
 
 def handle_discard(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    control.discard(broker, options.job_id_arg(cmd), cmd.get("token"), now_ms())
+    jobcontrol.discard(broker, options.job_id_arg(cmd), cmd.get("token"), broker.clock())
     return {"ok": True}
 
 
@@ -84,19 +87,19 @@ def handle_progress(broker: Broker, cmd: dict[str, Any], session: Session) -> Re
     message = cmd.get("message")
     if message is not None and type(message) is not str:
         raise CommandError(must_be_string("message"))
-    control.update_progress(
-        broker, options.job_id_arg(cmd), cmd.get("progress"), message, "message" in cmd, now_ms()
+    jobcontrol.update_progress(
+        broker, options.job_id_arg(cmd), cmd.get("progress"), message, "message" in cmd, broker.clock()
     )
     return {"ok": True}
 
 
 def handle_get_progress(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    job = control.active_job(broker, options.job_id_arg(cmd), now_ms())
+    job = jobcontrol.active_job(broker, options.job_id_arg(cmd), broker.clock())
     return {"ok": True, "progress": job.progress, "message": job.progress_message}
 
 
 def handle_wait_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     timeout = options.number_arg(cmd, "timeout", DEFAULT_WAIT_TIMEOUT, lo=0, hi=MAX_WAIT_TIMEOUT)
     assert timeout is not None
-    reply: Reply | Awaitable[Reply] = wait_for_job(broker, options.job_id_arg(cmd), timeout)
+    reply: Reply | Awaitable[Reply] = wait_for_job(broker.records, options.job_id_arg(cmd), timeout)
     return reply

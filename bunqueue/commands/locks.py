@@ -6,7 +6,6 @@ from typing import Any
 from bunqueue import errors
 from bunqueue.broker import options
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.clock import now_ms
 from bunqueue.broker.locks import extend_lock, job_heartbeat
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
@@ -15,8 +14,9 @@ Reply = dict[str, Any]
 
 
 def handle_extend_lock(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    # The duration is checked before the lease is looked at: a bad one changes nothing.
-    duration = options.finite_option(cmd, "duration")
+    # The duration is checked before the lease is looked at: a bad one changes nothing. A numeric string
+    # is not a number here (the spec's ExtendLock rule), unlike a PUSH option or a ChangeDelay delay.
+    duration = options.number_arg(cmd, "duration")
     if not extend_lock(broker, cmd.get("id"), cmd.get("token"), duration):
         raise CommandError(errors.LOCK_NOT_FOUND)
     return {"ok": True}
@@ -30,10 +30,10 @@ def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -
     durations: list[float | None] = []
     for i, value in enumerate(raw_durations):
         try:
-            durations.append(options.finite_option({"duration": value}, "duration"))
+            durations.append(options.number_arg({"duration": value}, "duration"))
         except CommandError as exc:
             raise CommandError(errors.item_error("durations", i, exc.message)) from None
-    now = now_ms()
+    now = broker.clock()
     count = 0
     for i, job_id in enumerate(ids):
         token = tokens[i] if i < len(tokens) else None
@@ -46,7 +46,7 @@ def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -
 def handle_job_heartbeat(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     duration = options.finite_option(cmd, "duration")
     # A zero duration renews by the lease's own ttl, as the reference reads it.
-    if not job_heartbeat(broker, cmd.get("id"), cmd.get("token"), duration or None, now_ms()):
+    if not job_heartbeat(broker, cmd.get("id"), cmd.get("token"), duration or None, broker.clock()):
         raise CommandError(errors.JOB_NOT_ACTIVE)
     return {"ok": True, "data": {"ok": True}}
 
@@ -56,7 +56,7 @@ def handle_job_heartbeat_batch(broker: Broker, cmd: dict[str, Any], session: Ses
     tokens = cmd.get("tokens")
     if tokens is not None and type(tokens) is not list:
         raise CommandError(errors.must_be_array("tokens"))
-    now = now_ms()
+    now = broker.clock()
     count = 0
     for i, job_id in enumerate(ids):
         token = tokens[i] if tokens is not None and i < len(tokens) else None

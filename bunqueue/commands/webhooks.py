@@ -6,7 +6,6 @@ from typing import Any
 from bunqueue import errors
 from bunqueue.broker import options
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.clock import now_ms
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.webhooks import Webhook
@@ -19,7 +18,7 @@ def handle_add_webhook(broker: Broker, cmd: dict[str, Any], session: Session) ->
     registry.validate(cmd.get("url"), cmd.get("events"))
     queue = options.queue_name(cmd) if cmd.get("queue") is not None else None
     secret = options.optional_string(cmd, "secret")
-    hook = Webhook(broker.factory.new_token(), cmd["url"], list(cmd["events"]), queue, secret or None, now_ms())
+    hook = Webhook(broker.factory.new_token(), cmd["url"], list(cmd["events"]), queue, secret or None, broker.clock())
     registry.add(hook)
     broker.events.refresh()
     broker.store.webhook_changed(hook.id, hook.record())

@@ -14,14 +14,12 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue.broker import events, states
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadletter import retry_dead
-from bunqueue.broker.dlq import dead_letter
+from bunqueue.broker.dlq import retry_dead
 from bunqueue.broker.options import js_number
 from bunqueue.broker.queue import QueueState
+from bunqueue.broker.transitions import QUEUED
 from bunqueue.errors import CommandError
 
-QUEUED = (states.READY, states.DELAYED)
 UPDATABLE = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN, states.ACTIVE))
 # Keys the broker keeps inside a flow job's data; Update may neither drop nor forge them.
 FLOW_KEYS = ("__parentId", "__parentQueue", "__childrenIds", "__flowParentId", "__flowParentIds")
@@ -48,51 +46,15 @@ def _queue_of(broker: Broker, job: Job) -> QueueState:
     return broker.queues[job.queue]
 
 
-def _requeue(broker: Broker, q: QueueState, job: Job, run_at: float, now: float) -> None:
-    """Put a job that left its heap (or active) back at a new run time: ready or delayed by that time."""
-    job.run_at = run_at
-    broker._enqueue(q, job, now)
-    broker.store.job_changed(job)
-
-
-def _leave_active(broker: Broker, job: Job) -> QueueState:
-    q = broker._leave_active(job)
-    job.started_at = math.nan
-    return q
-
-
-def unregister_dependencies(broker: Broker, job: Job) -> None:
-    """A waiting-children job leaves: its dependencies stop pointing at it."""
-    for dep in job.pending_deps or ():
-        waiting = broker.dependents.get(dep)
-        if waiting is not None:
-            waiting.discard(job.id)
-            if not waiting:
-                del broker.dependents[dep]
-    job.pending_deps = None
-
-
-def take_out(broker: Broker, job: Job) -> bool:
-    """Remove a queued or waiting-children job from its queue (counters included); False otherwise."""
-    q = _queue_of(broker, job)
-    if job.state in QUEUED:
-        return q.remove_queued(job)
-    if job.state == states.WAITING_CHILDREN:
-        q.unpark(job.id)
-        unregister_dependencies(broker, job)
-        return True
-    return False
-
-
 def cancel(broker: Broker, job_id: str) -> None:
     job = broker.jobs.get(job_id)
     if job is None:
         raise CommandError(errors.CANNOT_CANCEL)
-    prev = states.state_name(job.state, job.priority, job.run_at, now_ms())
-    if not take_out(broker, job):
+    prev = states.state_name(job.state, job.priority, job.run_at, broker.clock())
+    t = broker.transitions
+    if not t.take_out(job):
         raise CommandError(errors.CANNOT_CANCEL)
-    broker._release_unique_key(job)
-    broker._delete(job)
+    t.remove(job)
     broker.events.emit(job.queue, events.REMOVED, job.id, prev=prev)
 
 
@@ -142,7 +104,7 @@ def _promote(broker: Broker, q: QueueState, job: Job, now: float) -> None:
     """
     q.remove_queued(job)
     job.seq = broker.factory.next_seq()
-    _requeue(broker, q, job, now, now)
+    broker.transitions.requeue(q, job, now, now)
 
 
 def promote(broker: Broker, job_id: str, now: float) -> None:
@@ -184,10 +146,10 @@ def change_delay(broker: Broker, job_id: str, delay: float, token: Any, now: flo
         q = _queue_of(broker, job)
         q.remove_queued(job)
     elif job.state == states.ACTIVE:
-        q = _leave_active(broker, job)
+        q = broker.transitions.stop_running(job)
     else:
         raise CommandError(failure)
-    _requeue(broker, q, job, now + delay, now)
+    broker.transitions.requeue(q, job, now + delay, now)
 
 
 def move_to_delayed(broker: Broker, job_id: str, delay: float, token: Any, now: float) -> None:
@@ -207,12 +169,13 @@ def move_to_wait(broker: Broker, job_id: str, token: Any, now: float) -> None:
         return
     if job is not None and state == states.ACTIVE_NAME:
         check_lease(broker, job_id, token)
-        _requeue(broker, _leave_active(broker, job), job, now, now)
+        t = broker.transitions
+        t.requeue(t.stop_running(job), job, now, now)
     elif state == states.DELAYED_NAME:
         promote(broker, job_id, now)
     elif state == states.FAILED_NAME:
         entry = broker.dlq.get(job_id)
-        if entry is None or not retry_dead(broker, entry, now, False):
+        if entry is None or not retry_dead(broker.transitions, entry, now, False):
             raise CommandError(errors.FAILED_NOT_IN_DLQ)
     else:
         raise CommandError(errors.cannot_move_to_wait(state))
@@ -224,15 +187,17 @@ def discard(broker: Broker, job_id: str, token: Any, now: float) -> None:
     job = broker.jobs.get(job_id)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
+    t = broker.transitions
     if job.state in QUEUED:
         _queue_of(broker, job).remove_queued(job)
     elif job.state == states.ACTIVE:
-        broker._leave_active(job)
+        t.leave_active(job)
     else:
         raise CommandError(errors.JOB_NOT_FOUND)
-    broker._release_unique_key(job)
-    broker._record_failure(job, job.attempts, "unknown", None, now)
-    dead_letter(broker, job, "unknown", None, now)
+    if job.unique_key is not None:
+        broker.keys.release(job)
+    t.record_failure(job, "unknown", None, now)
+    t.dead_letter(job, "unknown", None, now)
 
 
 # -- progress ----------------------------------------------------------------------------------------

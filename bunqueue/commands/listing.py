@@ -5,9 +5,9 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue.broker import listing, options
-from bunqueue.broker.broker import Broker, now_ms
-from bunqueue.broker.handlers.queries import job_view
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
+from bunqueue.commands.queries import job_view
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -33,7 +33,7 @@ def handle_get_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Re
     offset = options.number_arg(cmd, "offset", 0.0)
     asc = options.flag_or(cmd, "asc", True)
     assert limit is not None and offset is not None
-    now = now_ms()
+    now = broker.clock()
     jobs = listing.page(listing.select_jobs(broker, queue, wanted, now), offset, limit, asc)
     views = []
     for job in jobs:

@@ -8,8 +8,8 @@ from bunqueue import errors
 from bunqueue._core.jobs import validate_queue_name
 from bunqueue.broker import options
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.handlers.queries import _counts
 from bunqueue.broker.session import Session
+from bunqueue.commands.queries import _counts
 from bunqueue.errors import CommandError
 from bunqueue.monitoring import compaction, dashboard, prometheus
 from bunqueue.monitoring.counters import MinuteSeries

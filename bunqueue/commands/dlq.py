@@ -5,9 +5,9 @@ import math
 from typing import Any
 
 from bunqueue import errors
-from bunqueue.broker import deadletter, options
-from bunqueue.broker.broker import Broker, now_ms
-from bunqueue.broker.dlq import Entry
+from bunqueue.broker import dlq, options
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.dlqtable import Entry
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 
@@ -43,7 +43,7 @@ def _cap(entries: list[Entry], count: float) -> list[Entry]:
 def _selected(broker: Broker, queue: str, spec: dict[str, Any] | None) -> list[Entry]:
     if spec is None:
         return broker.dlq.entries(queue)
-    return broker.dlq.select(queue, spec, now_ms())
+    return broker.dlq.select(queue, spec, broker.clock())
 
 
 def handle_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -56,7 +56,7 @@ def handle_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
 
 def handle_get_dlq_stats(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    return {"ok": True, "data": {"stats": broker.dlq.stats(queue, now_ms())}}
+    return {"ok": True, "data": {"stats": broker.dlq.stats(queue, broker.clock())}}
 
 
 def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -71,18 +71,18 @@ def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> R
         entries = _selected(broker, queue, spec)
         if job_id is not None:
             entries = [entry for entry in entries if entry["job"].id == job_id]
-    retried = deadletter.retry_entries(broker, _cap(entries, count), now_ms())
+    retried = dlq.retry_entries(broker.transitions, _cap(entries, count), broker.clock())
     return {"ok": True, "count": retried}
 
 
 def handle_purge_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "count": deadletter.purge(broker, options.queue_name(cmd))}
+    return {"ok": True, "count": dlq.purge(broker.transitions, options.queue_name(cmd))}
 
 
 def handle_remove_dlq_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = options.required_string(cmd, "jobId")
-    return {"ok": True, "data": {"removed": deadletter.remove_entry(broker, queue, job_id)}}
+    return {"ok": True, "data": {"removed": dlq.remove_entry(broker.transitions, queue, job_id)}}
 
 
 def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -91,7 +91,7 @@ def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session
     limit = options.count_arg(cmd, "count")
     cutoff = options.number_arg(cmd, "timestamp", math.inf, finite=False)
     assert cutoff is not None
-    retried = deadletter.retry_completed(broker, queue, job_id, limit, cutoff, now_ms())
+    retried = dlq.retry_completed(broker.transitions, queue, job_id, limit, cutoff, broker.clock())
     return {"ok": True, "count": retried}
 
 
@@ -120,7 +120,7 @@ def _config_changes(cmd: dict[str, Any]) -> dict[str, Any]:
 
 def handle_set_dlq_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    deadletter.set_config(broker, queue, _config_changes(cmd))
+    dlq.set_config(broker.transitions, queue, _config_changes(cmd))
     return {"ok": True}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue.broker import cleanup, options
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
 
 Reply = dict[str, Any]
@@ -26,5 +26,5 @@ def handle_clean(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
     state = options.optional_string(cmd, "state")
     limit = options.count_arg(cmd, "limit", cleanup.DEFAULT_CLEAN_LIMIT, finite=True)
     assert grace is not None
-    ids = cleanup.clean(broker, queue, grace, state, int(limit), now_ms())
+    ids = cleanup.clean(broker, queue, grace, state, int(limit), broker.clock())
     return {"ok": True, "count": len(ids), "ids": ids}

@@ -6,7 +6,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue.broker import logs, options
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 
@@ -17,7 +17,7 @@ def handle_add_log(broker: Broker, cmd: dict[str, Any], session: Session) -> Rep
     message = options.required_string(cmd, "message")
     # Levels are info, warn and error by convention; any text is stored as given, as in the reference.
     level = options.optional_string(cmd, "level") or "info"
-    if not logs.add_log(broker, options.job_id_arg(cmd), message, level, now_ms()):
+    if not logs.add_log(broker, options.job_id_arg(cmd), message, level, broker.clock()):
         raise CommandError(errors.JOB_NOT_FOUND)
     return {"ok": True, "data": {"added": True}}
 

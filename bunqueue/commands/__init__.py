@@ -1,7 +1,10 @@
-"""The one table from command names to handlers.
+"""Commands: the one table from command names to handlers, one module per command family.
 
-A handler takes (broker, request, session) and returns a reply dict, or an awaitable of one when the
-command has to wait (long-poll pulls). Handlers raise ``CommandError`` for ``{ok: false, error}``.
+Each module reads a family's requests (options are checked in ``bunqueue.broker.options``) and calls
+the broker module of the same name (``commands.dlq`` -> ``broker.dlq``...; ``commands.jobs`` -> the
+``Broker`` facade itself). A handler takes (broker, request, session) and returns a reply dict, or an
+awaitable of one when the command has to wait (long-poll pulls). Handlers raise ``CommandError`` for
+``{ok: false, error}``.
 """
 from __future__ import annotations
 
@@ -9,24 +12,25 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.handlers import (
-    control,
+from bunqueue.broker.session import Session
+from bunqueue.commands import (
+    cleanup,
     dedup,
     dlq,
+    events,
+    jobcontrol,
     jobs,
     limits,
     listing,
     locks,
     logs,
-    manage,
     monitoring,
     queries,
-    queues,
+    queuecontrol,
     system,
     webhooks,
     workers,
 )
-from bunqueue.broker.session import Session
 from bunqueue.monitoring.timing import timed
 
 Handler = Callable[[Broker, dict[str, Any], Session], "dict[str, Any] | Awaitable[dict[str, Any]]"]
@@ -50,27 +54,27 @@ HANDLERS: dict[str, Handler] = {
     "Count": queries.handle_count,
     "GetJobs": listing.handle_get_jobs,
     "GetCountsPerPriority": listing.handle_get_counts_per_priority,
-    "GetProgress": manage.handle_get_progress,
+    "GetProgress": jobcontrol.handle_get_progress,
     "ListQueues": listing.handle_list_queues,
-    "Pause": control.handle_pause,
-    "Resume": control.handle_resume,
-    "IsPaused": control.handle_is_paused,
-    "SubscribeEvents": control.handle_subscribe_events,
-    "UnsubscribeEvents": control.handle_unsubscribe_events,
-    "Drain": queues.handle_drain,
-    "Obliterate": queues.handle_obliterate,
-    "Clean": queues.handle_clean,
-    "Cancel": manage.handle_cancel,
-    "Progress": manage.handle_progress,
-    "Update": manage.handle_update,
-    "ChangePriority": manage.handle_change_priority,
-    "Promote": manage.handle_promote,
-    "PromoteJobs": manage.handle_promote_jobs,
-    "MoveToDelayed": manage.handle_move_to_delayed,
-    "ChangeDelay": manage.handle_change_delay,
-    "MoveToWait": manage.handle_move_to_wait,
-    "Discard": manage.handle_discard,
-    "WaitJob": manage.handle_wait_job,
+    "Pause": queuecontrol.handle_pause,
+    "Resume": queuecontrol.handle_resume,
+    "IsPaused": queuecontrol.handle_is_paused,
+    "SubscribeEvents": events.handle_subscribe_events,
+    "UnsubscribeEvents": events.handle_unsubscribe_events,
+    "Drain": cleanup.handle_drain,
+    "Obliterate": cleanup.handle_obliterate,
+    "Clean": cleanup.handle_clean,
+    "Cancel": jobcontrol.handle_cancel,
+    "Progress": jobcontrol.handle_progress,
+    "Update": jobcontrol.handle_update,
+    "ChangePriority": jobcontrol.handle_change_priority,
+    "Promote": jobcontrol.handle_promote,
+    "PromoteJobs": jobcontrol.handle_promote_jobs,
+    "MoveToDelayed": jobcontrol.handle_move_to_delayed,
+    "ChangeDelay": jobcontrol.handle_change_delay,
+    "MoveToWait": jobcontrol.handle_move_to_wait,
+    "Discard": jobcontrol.handle_discard,
+    "WaitJob": jobcontrol.handle_wait_job,
     "Dlq": dlq.handle_dlq,
     "GetDlqStats": dlq.handle_get_dlq_stats,
     "RetryDlq": dlq.handle_retry_dlq,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import __version__
-from bunqueue.broker.broker import Broker, now_ms
+from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
 
 PROTOCOL_VERSION = 3
@@ -23,7 +23,7 @@ def handle_hello(broker: Broker, cmd: dict[str, Any], session: Session) -> dict[
 
 
 def handle_ping(broker: Broker, cmd: dict[str, Any], session: Session) -> dict[str, Any]:
-    return {"ok": True, "data": {"pong": True, "time": now_ms()}}
+    return {"ok": True, "data": {"pong": True, "time": broker.clock()}}
 
 
 def handle_storage_status(broker: Broker, cmd: dict[str, Any], session: Session) -> dict[str, Any]:

@@ -6,10 +6,11 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker import limits, options, stalls
+from bunqueue.broker import options
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.clock import now_ms
+from bunqueue.broker.queue import DEFAULT_STALL_CONFIG, merged_config
 from bunqueue.broker.session import Session
+from bunqueue.broker.stalls import config_of
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -31,23 +32,25 @@ def _positive(cmd: dict[str, Any], field: str) -> float | None:
 def handle_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     limit = _limit(cmd)
-    limits.set_rate_limit(broker, queue, limit, _positive(cmd, "duration"), _positive(cmd, "ttl"))
+    broker.rate_wakeups.set_rate_limit(
+        queue, limit, _positive(cmd, "duration"), _positive(cmd, "ttl"), broker.clock()
+    )
     return {"ok": True}
 
 
 def handle_rate_limit_clear(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    limits.clear_rate_limit(broker, options.queue_name(cmd))
+    broker.rate_wakeups.clear_rate_limit(options.queue_name(cmd))
     return {"ok": True}
 
 
 def handle_set_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    limits.set_concurrency(broker, queue, _limit(cmd))
+    broker.rate_wakeups.set_concurrency(queue, _limit(cmd))
     return {"ok": True}
 
 
 def handle_clear_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    limits.clear_concurrency(broker, options.queue_name(cmd))
+    broker.rate_wakeups.clear_concurrency(options.queue_name(cmd))
     return {"ok": True}
 
 
@@ -55,20 +58,20 @@ def handle_get_queue_limits(broker: Broker, cmd: dict[str, Any], session: Sessio
     queue = options.queue_name(cmd)
     # maxJobs that is not a number is ignored, as the reference's comparison ignores it.
     max_jobs = options.js_finite(cmd.get("maxJobs"))
-    return {"ok": True, "data": {"limits": limits.status(broker, queue, max_jobs)}}
+    return {"ok": True, "data": {"limits": broker.rate_wakeups.status(queue, max_jobs, broker.clock())}}
 
 
 def handle_set_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     q = broker.queue(options.queue_name(cmd))
-    config = stalls.merged_config(stalls.config_of(q), cmd.get("config"))
-    q.stall_config = None if config == stalls.DEFAULT_STALL_CONFIG else config
+    config = merged_config(config_of(q), cmd.get("config"))
+    q.stall_config = None if config == DEFAULT_STALL_CONFIG else config
     broker.store.queue_changed(q.name, q.settings())
-    broker.stalls.config_changed(q, now_ms())
+    broker.stalls.config_changed(q, broker.clock())
     return {"ok": True}
 
 
 def handle_get_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    config = stalls.config_of(broker.queues.get(options.queue_name(cmd)))
+    config = config_of(broker.queues.get(options.queue_name(cmd)))
     return {"ok": True, "config": {key: _wire(value) for key, value in config.items()}}
 
 

@@ -1,0 +1,597 @@
+"""Transitions: the only code that moves a job between states, tells the store and emits the event.
+
+::
+
+                         admit                   activate (PULL)
+       PUSH ─────────┬─────────────► READY ◄────────────────────┐ ──────────► ACTIVE
+                     │   run_at due    ▲  │ enqueue (now)       │              │ │ │
+                     ├──► DELAYED ─────┘  │                     │  requeue     │ │ │ complete
+                     │                    │                     └──────────────┘ │ └────────► COMPLETED
+                     └──► WAITING_CHILDREN (dependencies)       lose_attempt:    │              │ restart
+                            │ the last one completes            retry / requeue  │              ▼
+                            └──► enqueue                                         │           READY
+                                                                    fail_terminally
+                                                                     dead_letter │
+                                                                                 ▼
+                                                                  FAILED (DLQ) ──► restart ──► READY
+                                                                                 │
+                        remove (cancel, drain, clean, obliterate, ttl, DLQ expiry) ──► gone
+
+Every way out of ACTIVE goes through ``leave_active`` (lease, holder, counters, stall and timeout checks,
+the unique key, a concurrency slot). An attempt that does not end in an ACK is *lost* through one door,
+``lose_attempt``, whatever lost it: an explicit FAIL, a job timeout, an expired lease, a confirmed stall,
+or a restart that interrupted it. The causes differ only in what they charge and where the job goes; those
+differences are written once, in ``lose_attempt`` and its two halves.
+
+Every method runs to completion without yielding, so each transition is atomic with respect to every
+other command: the event loop is the lock.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.jobs import Job, JobFactory, wire_number
+from bunqueue._core.leases import LeaseTable
+from bunqueue.broker import events, limits, states
+from bunqueue.broker.deadlines import LEASES, Alarms
+from bunqueue.broker.dedup import PENDING, UniqueKeys
+from bunqueue.broker.dependencies import Dependencies
+from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.queue import Queues, QueueState
+from bunqueue.broker.records import JobRecords, settle_waiters
+from bunqueue.broker.retry import retry_delay
+from bunqueue.broker.session import Session
+from bunqueue.broker.stalls import StallDetector, max_stalls
+from bunqueue.broker.timeouts import JobTimeouts
+from bunqueue.monitoring.counters import Counters
+from bunqueue.storage import Store
+
+TIMELINE_CAP = 20
+# maxStalls for attempts a restart interrupted (the queue's stall settings are not consulted).
+DEFAULT_MAX_STALLS = 3
+QUEUED = (states.READY, states.DELAYED)
+
+# Why an attempt was lost (``lose_attempt``). The first two are failures the worker or its timeout
+# reported; the other three are stalls: the worker went silent, or the server did.
+FAILED = "fail"
+TIMED_OUT = "timeout"
+LEASE_EXPIRED = "lease"
+STALLED = "stall"
+INTERRUPTED = "restart"
+INTERRUPTED_ERROR = "Interrupted by a restart"
+
+
+def add_timeline(job: Job, entry: dict[str, Any]) -> None:
+    timeline = job.timeline
+    timeline.append(entry)
+    if len(timeline) > TIMELINE_CAP:
+        del timeline[0]
+
+
+class Transitions:
+    def __init__(
+        self,
+        *,
+        records: JobRecords,
+        queues: Queues,
+        keys: UniqueKeys,
+        deps: Dependencies,
+        dlq: DeadLetters,
+        leases: LeaseTable,
+        factory: JobFactory,
+        stalls: StallDetector,
+        timeouts: JobTimeouts,
+        rate_wakeups: limits.RateLimitWakeups,
+        events: events.EventHub,
+        store: Store,
+        alarms: Alarms,
+        counters: Counters,
+        clock: Callable[[], float],
+    ) -> None:
+        self.records = records
+        self.jobs = records.jobs
+        self.queues = queues
+        self.keys = keys
+        self.deps = deps
+        self.dependents = deps.dependents
+        self.dlq = dlq
+        self.leases = leases
+        self.factory = factory
+        self.stalls = stalls
+        self.timeouts = timeouts
+        self.rate_wakeups = rate_wakeups
+        self.events = events
+        self.store = store
+        self.alarms = alarms
+        self.counters = counters
+        self.clock = clock
+        # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
+        self._stall_checks = stalls.exact
+        self._timeout_deadlines = timeouts.deadlines
+
+    # -- into the queue ------------------------------------------------------------------------------
+
+    def enqueue(self, q: QueueState, job: Job, now: float) -> None:
+        """Ready or delayed by the job's run time; long-pollers are told."""
+        if job.run_at > now:
+            job.state = states.DELAYED
+            q.add_delayed(job)
+            if q.waiters:
+                # Long-pollers sleep until the earliest run time they knew of: let them look again.
+                q.wake(len(q.waiters))
+        else:
+            job.state = states.READY
+            q.add_ready(job)
+            if q.waiters:
+                q.wake(1)
+
+    def requeue(self, q: QueueState, job: Job, run_at: float, now: float) -> None:
+        """A job that left its heap (or active) goes back at a new run time."""
+        job.run_at = run_at
+        self.enqueue(q, job, now)
+        self.store.job_changed(job)
+
+    def admit(self, job: Job, now: float, q: QueueState | None = None) -> str:
+        """A validated new job enters (``Broker.push``); the id the push answers."""
+        if job.custom_id is not None:
+            existing = self.jobs.get(job.custom_id)
+            if existing is not None:
+                if existing.state in states.LIVE:
+                    return existing.id
+                self.forget(existing)
+        if job.unique_key is not None:
+            owner = self._claim_key(job, now)
+            if owner is not None:
+                return owner
+        if q is None:
+            q = self.queues.of(job.queue)
+        self.jobs[job.id] = job
+        deps = job.pending_deps
+        if deps is not None:
+            self.deps.register(q, job)
+            deps = job.pending_deps
+        if deps:
+            initial = states.WAITING_CHILDREN_NAME
+        elif job.run_at > now:
+            job.state = states.DELAYED
+            q.add_delayed(job)
+            if q.waiters:
+                q.wake(len(q.waiters))
+            initial = states.DELAYED_NAME
+        else:
+            job.state = states.READY
+            q.add_ready(job)
+            if q.waiters:
+                q.wake(1)
+            initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+        job.timeline = [{"state": initial, "timestamp": now}]
+        self.store.job_added(job)
+        self.counters.pushed += 1
+        if self.events.wanted:
+            self.events.emit(job.queue, events.PUSHED, job.id)
+        return job.id
+
+    def _claim_key(self, job: Job, now: float) -> str | None:
+        """The owner's id when the push is a no-op for its unique key, else None (the key is the job's)."""
+        keys = self.keys
+        owner_id = keys.owner_of(job.queue, job.unique_key, now)
+        if owner_id is not None:
+            if job.deduplication_replace:
+                owner = self.jobs[owner_id]
+                if owner.state in PENDING:
+                    # A replaced owner that never started goes entirely, as if it had never been pushed.
+                    self.take_out(owner)
+                    self.records.delete(owner)
+            elif job.deduplication_extend and job.deduplication_ttl:
+                keys.extend(job, owner_id, now)
+                return owner_id
+            else:
+                if self.events.wanted:
+                    self.events.emit(job.queue, events.DUPLICATED, owner_id)
+                return owner_id
+        keys.take(job, now)
+        return None
+
+    # -- active ----------------------------------------------------------------------------------------
+
+    def activate(
+        self,
+        q: QueueState,
+        count: int,
+        session: Session | None,
+        owner: str | None,
+        lock_ttl: float,
+        detach: bool,
+    ) -> tuple[list[Job], list[str] | None]:
+        """PULL: up to ``count`` ready jobs become active; with an owner each gets a lease token."""
+        tokens: list[str] | None = [] if owner is not None else None
+        if q.paused:
+            return [], tokens
+        now = self.clock()
+        q.promote_due(now, self.jobs, states.READY)
+        if q.limits is not None:
+            count = limits.admit(self.rate_wakeups, q, count, now)
+        out: list[Job] = []
+        jobs = self.jobs
+        held = session.held if session is not None and (owner is not None or not detach) else None
+        watch = q.stall_watch
+        watch_was_empty = watch is not None and not watch
+        alarms = self.alarms
+        while len(out) < count:
+            job_id = q.pop_ready()
+            if job_id is None:
+                break
+            job = jobs[job_id]
+            q.took(job)
+            ttl = job.ttl
+            if ttl is not None and now > job.created_at + ttl:
+                # Past its ttl: dropped when a pull meets it, never delivered, no DLQ.
+                self.remove(job)
+                continue
+            job.state = states.ACTIVE
+            job.started_at = now
+            job.last_heartbeat = now
+            add_timeline(job, {"state": states.ACTIVE_NAME, "timestamp": now})
+            q.n_active += 1
+            q.active[job_id] = None
+            if job.stall_timeout is None:
+                if watch is not None:
+                    watch[job_id] = None
+            elif watch is not None:
+                self.stalls.watch_job(job, now)
+            if job.timeout:
+                self.timeouts.started(job, now)
+            if tokens is not None:
+                token = self.factory.new_token()
+                self.leases.grant(job_id, token, owner, now, lock_ttl)
+                tokens.append(token)
+                alarms.arm(LEASES, now + lock_ttl)
+            if held is not None:
+                held.add(job_id)
+                job.holder = held
+            self.store.job_activated(job)
+            out.append(job)
+        if out:
+            self.counters.on_pulled(q.name, len(out))
+            if self.events.wanted:
+                for job in out:
+                    self.events.emit(q.name, events.PULLED, job.id)
+            if q.limits is not None:
+                limits.took(q, len(out))
+            if watch_was_empty and watch:
+                self.stalls.watch_queue(q, now)
+        return out, tokens
+
+    def leave_active(self, job: Job) -> QueueState:
+        """The one way out of active: lease, holder, counters, stall and timeout checks, unique key."""
+        self.leases.release(job.id)
+        holder = job.holder
+        if holder is not None:
+            holder.discard(job.id)
+            job.holder = None
+        q = self.queues[job.queue]
+        q.n_active -= 1
+        job_id = job.id
+        del q.active[job_id]
+        watch = q.stall_watch
+        if watch:
+            watch.pop(job_id, None)
+        if self._stall_checks:
+            self.stalls.forget(job_id)
+        if self._timeout_deadlines:
+            self.timeouts.forget(job_id)
+        # Every way out of active frees the job's unique key, as in the reference (a retry included).
+        if job.unique_key is not None:
+            self.keys.release(job)
+        limited = q.limits
+        if limited is not None and limited.concurrency is not None and q.waiters:
+            # A concurrency slot opened.
+            q.wake(1)
+        return q
+
+    def stop_running(self, job: Job) -> QueueState:
+        """Out of active with no attempt charged (moved, released): it has not started its next attempt."""
+        q = self.leave_active(job)
+        job.started_at = math.nan
+        return q
+
+    def release_held(self, session: Session, now: float) -> int:
+        """Requeue what a closed client held, without charging an attempt.
+
+        A job whose lease was renewed is left to lease expiry: its worker may be heartbeating it from
+        another connection.
+        """
+        released = 0
+        jobs = self.jobs
+        leases = self.leases
+        for job_id in list(session.held):
+            job = jobs.get(job_id)
+            if job is None or job.state != states.ACTIVE:
+                continue
+            if job_id in leases and leases.renewals(job_id) > 0:
+                job.holder = None
+                continue
+            q = self.stop_running(job)
+            self.enqueue(q, job, now)
+            self.store.job_changed(job)
+            released += 1
+        session.held.clear()
+        return released
+
+    # -- completion ----------------------------------------------------------------------------------
+
+    def complete_active(self, job: Job, result: Any, has_result: bool, remove: bool) -> None:
+        """ACK of the running attempt."""
+        q = self.leave_active(job)
+        self.complete(q, job, result, has_result, remove)
+
+    def complete(self, q: QueueState, job: Job, result: Any, has_result: bool, remove: bool) -> None:
+        """Complete a job that already left active (or, for a late ACK, its queue)."""
+        now = self.clock()
+        if job.unique_key is not None:
+            self.keys.release(job)
+        job_id = job.id
+        records = self.records
+        if records.waiters:
+            settle_waiters(records.waiters, job_id, True)
+        if remove or job.remove_on_complete:
+            records.delete(job)
+            records.add_proof(job_id)
+        else:
+            job.state = states.COMPLETED
+            job.completed_at = now
+            add_timeline(job, {"state": states.COMPLETED_NAME, "timestamp": now})
+            self.store.job_changed(job)
+            if has_result:
+                records.results[job_id] = result
+                self.store.result_stored(job_id, result)
+            # Inline QueueState.note_completed: this is the ACK hot path.
+            q.completed[job_id] = None
+            q.n_completed += 1
+            completed = records.completed
+            completed[job_id] = None
+            if len(completed) > records.max_completed_jobs:
+                records.evict_completed()
+        self.counters.on_completed(job.queue, now)
+        if self.events.wanted:
+            self.events.completed(job, result, has_result)
+        if job_id in self.dependents:
+            for parked in self.deps.released_by(job_id):
+                q = self.queues.of(parked.queue)
+                q.unpark(parked.id)
+                self.enqueue(q, parked, now)
+                self.store.job_changed(parked)
+
+    # -- lost attempts -------------------------------------------------------------------------------
+
+    def lose_attempt(
+        self,
+        job: Job,
+        cause: str,
+        now: float,
+        error: Any = None,
+        stack: Any = None,
+        unrecoverable: bool = False,
+        remove: bool = False,
+    ) -> None:
+        """An attempt that will not be ACKed: charged, then retried or failed terminally (the DLQ).
+
+        ``cause`` is FAILED (``error``, ``stack``, ``unrecoverable`` and ``remove`` come from the FAIL),
+        TIMED_OUT, LEASE_EXPIRED, STALLED or INTERRUPTED (the job was active when the server stopped; it
+        is no longer in its queue's active set).
+        """
+        q = self.queues.of(job.queue) if cause is INTERRUPTED else self.leave_active(job)
+        job.attempts += 1
+        if cause is FAILED or cause is TIMED_OUT:
+            self._failed_attempt(q, job, cause, now, error, stack, unrecoverable, remove)
+        else:
+            self._stalled_attempt(q, job, cause, now)
+
+    def _failed_attempt(
+        self, q: QueueState, job: Job, cause: str, now: float, error: Any, stack: Any, unrecoverable: bool,
+        remove: bool,
+    ) -> None:
+        """A reported failure: recorded, then retried with backoff unless it was the last attempt."""
+        attempts = job.attempts
+        if stack is not None:
+            job.stacktrace = _cap_stack(stack, job.stack_trace_limit)
+        terminal = unrecoverable or attempts >= job.max_attempts
+        if cause is TIMED_OUT:
+            reason = "timeout"
+        else:
+            reason = "max_attempts_exceeded" if terminal else "explicit_fail"
+        self.record_failure(job, reason, error, now)
+        entry: dict[str, Any] = {"state": states.FAILED_NAME, "timestamp": now}
+        if error is not None:
+            entry["error"] = error
+        entry["attempt"] = attempts
+        add_timeline(job, entry)
+        if terminal:
+            self.fail_terminally(job, reason, error, now, remove)
+        else:
+            self.retry(q, job, now)
+            self.counters.on_failed(job.queue, now, False)
+        if self.events.wanted:
+            self.events.failed(job, error, terminal)
+
+    def _stalled_attempt(self, q: QueueState, job: Job, cause: str, now: float) -> None:
+        """A silent worker (or server): a stall is charged too; the DLQ when attempts or stalls run out.
+
+        An expired lease goes back at once (no backoff) and a queue's maxStalls of 0 means no limit for
+        it; a confirmed stall and an interrupted attempt wait their backoff.
+        """
+        job.stall_count += 1
+        attempts_out = job.attempts >= job.max_attempts
+        if cause is LEASE_EXPIRED:
+            cap = max_stalls(q)
+            to_dlq = attempts_out or (cap > 0 and job.stall_count >= cap)
+        elif cause is STALLED:
+            to_dlq = attempts_out or job.stall_count >= max_stalls(q)
+        else:
+            to_dlq = attempts_out or job.stall_count >= DEFAULT_MAX_STALLS
+        if cause is not INTERRUPTED:
+            job.last_heartbeat = now
+            if self.events.wanted:
+                self.events.stalled(job, to_dlq)
+        if to_dlq:
+            reason = "max_attempts_exceeded" if attempts_out else "stalled"
+            error = _stall_error(job, cause, attempts_out)
+            job.started_at = math.nan
+            if cause is INTERRUPTED:
+                self.record_failure(job, reason, error, now)
+            self.fail_terminally(job, reason, error, now, False)
+        elif cause is LEASE_EXPIRED:
+            self.record_failure(job, "stalled", errors.LOCK_EXPIRED, now)
+            job.started_at = math.nan
+            self.requeue(q, job, job.run_at, now)
+        elif cause is STALLED:
+            self.record_failure(job, "stalled", errors.STALLED, now)
+            job.started_at = math.nan
+            add_timeline(job, {"state": states.FAILED_NAME, "timestamp": now, "error": errors.STALLED,
+                               "attempt": job.attempts})
+            self.retry(q, job, now)
+        else:
+            job.started_at = math.nan
+            self.requeue(q, job, now + retry_delay(job.backoff, job.backoff_config, job.attempts), now)
+
+    def retry(self, q: QueueState, job: Job, now: float) -> None:
+        """Back to waiting after a lost attempt, with backoff."""
+        attempts = job.attempts
+        # The attempt's start time goes, as in the reference (GetJob shows null).
+        job.started_at = math.nan
+        add_timeline(job, {"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
+        self.requeue(q, job, now + retry_delay(job.backoff, job.backoff_config, attempts), now)
+
+    def record_failure(self, job: Job, reason: str, error: Any, now: float) -> None:
+        """One entry of the job's failure history (its DLQ entry's ``attempts``)."""
+        started = None if math.isnan(job.started_at) else job.started_at
+        self.records.failures.setdefault(job.id, []).append(
+            {
+                "attempt": job.attempts,
+                # A job that never ran (a discarded waiting job) reports its creation time.
+                "startedAt": job.created_at if started is None else started,
+                "failedAt": now,
+                "reason": reason,
+                "error": error,
+                "duration": wire_number(now - started) if started is not None else 0,
+            }
+        )
+
+    def fail_terminally(self, job: Job, reason: str, error: Any, now: float, remove: bool) -> None:
+        if job.unique_key is not None:
+            self.keys.release(job)
+        self.counters.on_failed(job.queue, now, True)
+        if remove or job.remove_on_fail:
+            self.records.delete(job)
+            return
+        self.dead_letter(job, reason, error, now)
+
+    # -- the DLQ -------------------------------------------------------------------------------------
+
+    def dead_letter(self, job: Job, reason: str, error: Any, now: float) -> None:
+        """File a job in its queue's DLQ; the oldest entries beyond maxEntries are deleted."""
+        job.state = states.FAILED
+        entry, evicted = self.dlq.add(job, reason, error, self.records.failures.pop(job.id, []), now)
+        self.store.job_changed(job)
+        self.store.dlq_changed(job.queue, entry)
+        self.drop_dead_letters(job.queue, evicted)
+
+    def drop_dead_letters(self, queue: str, job_ids: list[str]) -> None:
+        """Delete jobs whose entries already left the DLQ (evicted, expired, purged, cleaned)."""
+        for job_id in job_ids:
+            self.store.dlq_removed(queue, job_id)
+            dropped = self.jobs.get(job_id)
+            if dropped is not None:
+                self.records.delete(dropped)
+
+    def restart(self, job: Job, now: float) -> None:
+        """A finished job (DLQ, completed) begins again from waiting: fresh attempts, its identity
+        claimed anew."""
+        job.attempts = 0
+        job.stall_count = 0
+        job.started_at = math.nan
+        job.run_at = now
+        job.last_heartbeat = now
+        add_timeline(job, {"state": states.WAITING, "timestamp": now})
+        if job.unique_key is not None:
+            self.keys.take(job, now)
+        self.enqueue(self.queues.of(job.queue), job, now)
+        self.store.job_changed(job)
+
+    # -- removal -------------------------------------------------------------------------------------
+
+    def take_out(self, job: Job) -> bool:
+        """Remove a queued or waiting-children job from its queue (counters included); False otherwise."""
+        q = self.queues[job.queue]
+        if job.state in QUEUED:
+            return q.remove_queued(job)
+        if job.state == states.WAITING_CHILDREN:
+            q.unpark(job.id)
+            self.deps.unregister(job)
+            return True
+        return False
+
+    def remove(self, job: Job) -> None:
+        """The job leaves the broker (it is already out of its queue's heaps and sets)."""
+        if job.unique_key is not None:
+            self.keys.release(job)
+        self.records.delete(job)
+
+    def forget(self, job: Job) -> None:
+        """Retire a finished generation whose custom id is being reused."""
+        self.timeouts.retired.forget(job.id)
+        if job.state == states.COMPLETED:
+            self.records.completed.pop(job.id, None)
+            self.queues.of(job.queue).forget_completed(job.id)
+        elif job.state == states.FAILED:
+            self.dlq.remove(job.queue, job.id)
+            self.store.dlq_removed(job.queue, job.id)
+        self.records.delete(job)
+
+    # -- deadlines -----------------------------------------------------------------------------------
+
+    def expire_leases(self, now: float) -> float | None:
+        """Active jobs whose lease ran out lose their attempt; the next lease deadline."""
+        jobs = self.jobs
+        for job_id in self.leases.pop_expired(now):
+            job = jobs.get(job_id)
+            if job is not None and job.state == states.ACTIVE:
+                self.lose_attempt(job, LEASE_EXPIRED, now)
+        return self.leases.next_deadline()
+
+    def expire_timeouts(self, now: float) -> float | None:
+        for job in self.timeouts.due(now):
+            if job.state == states.ACTIVE:
+                self.lose_attempt(job, TIMED_OUT, now, errors.JOB_TIMEOUT_EXCEEDED)
+        return self.timeouts.deadlines.peek_time()
+
+    def expire_stalls(self, now: float) -> float | None:
+        for job in self.stalls.due(now):
+            if job.state == states.ACTIVE:
+                self.lose_attempt(job, STALLED, now)
+        return self.stalls.next_check()
+
+
+def _stall_error(job: Job, cause: str, attempts_out: bool) -> str:
+    """The DLQ error of a stall that ran out of attempts or stalls."""
+    if cause is LEASE_EXPIRED:
+        return errors.lock_expired_at_max_attempts(job.max_attempts) if attempts_out else errors.LOCK_EXPIRED
+    if cause is STALLED:
+        return (
+            errors.stalled_at_max_attempts(job.max_attempts) if attempts_out
+            else errors.stalled_times(job.stall_count)
+        )
+    return INTERRUPTED_ERROR
+
+
+def _cap_stack(stack: Any, limit: Any) -> list[str] | None:
+    if type(stack) is not list:
+        return None
+    lines = [line for line in stack[:100] if type(line) is str]
+    cap = int(limit) if limit is not None else 10
+    if cap <= 0:
+        return None
+    return lines[:cap]

@@ -1,0 +1,20 @@
+"""Event subscriptions: SubscribeEvents, UnsubscribeEvents (see ``bunqueue.broker.events``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue.broker import options
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
+
+Reply = dict[str, Any]
+
+
+def handle_subscribe_events(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.events.subscribe(session, options.queue_name(cmd))
+    return {"ok": True}
+
+
+def handle_unsubscribe_events(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.events.unsubscribe(session)
+    return {"ok": True}

@@ -1,0 +1,196 @@
+"""Every way an attempt ends, through the handler table on a fake clock: the job's state and counters,
+what the store was told and which events went out."""
+from __future__ import annotations
+
+import math
+
+from inprocess import QUEUE, World
+
+from bunqueue import errors
+from bunqueue._core.jobs import JobFactory
+from bunqueue._testbase.clock import T0
+from bunqueue.broker import states
+from bunqueue.broker.deadlines import LEASES, STALLS, TIMEOUTS
+from bunqueue.broker.recovery import restore
+from bunqueue.broker.stalls import STALL_CONFIRM_MS
+from bunqueue.storage.schema import Snapshot
+
+# Exponential backoff after the first failure: base * 2 with +-50 % jitter.
+FIRST_RETRY = (1000.0, 3000.0)
+
+
+def pulled(world: World, **push: object) -> tuple[str, str | None]:
+    """Push one job and pull it (with a lease when ``owner`` is given); the log so far is dropped."""
+    owner = push.pop("owner", None)
+    lock_ttl = push.pop("lockTtl", None)
+    job_id = world.push(**push)
+    pull: dict[str, object] = {} if owner is None else {"owner": owner}
+    if lock_ttl is not None:
+        pull["lockTtl"] = lock_ttl
+    job, token = world.pull(**pull)
+    assert job.id == job_id and job.state == states.ACTIVE
+    world.store.take()
+    world.take_events()
+    return job_id, token
+
+
+def delayed_by_backoff(world: World, job_id: str, now: float) -> None:
+    job = world.job(job_id)
+    assert job.state == states.DELAYED
+    assert now + FIRST_RETRY[0] <= job.run_at <= now + FIRST_RETRY[1]
+    assert math.isnan(job.started_at)
+
+
+def test_fail_is_a_lost_attempt_retried_with_backoff(world: World) -> None:
+    job_id, token = pulled(world, maxAttempts=3, backoff=1000, owner="w")
+    world.clock.advance(200)
+    assert world.send({"cmd": "FAIL", "id": job_id, "token": token, "error": "boom"}) == {"ok": True}
+    job = world.job(job_id)
+    assert (job.attempts, job.stall_count) == (1, 0)
+    delayed_by_backoff(world, job_id, T0 + 200)
+    assert job_id not in world.broker.leases
+    assert world.store.take() == [("job_changed", job_id)]
+    assert world.take_events() == [("failed", False), ("retried", "failed")]
+    [failure] = world.broker.records.failures[job_id]
+    assert (failure["attempt"], failure["reason"], failure["error"], failure["duration"]) == (
+        1, "explicit_fail", "boom", 200,
+    )
+    assert [entry["state"] for entry in job.timeline[-2:]] == [states.FAILED_NAME, states.WAITING]
+
+
+def test_lease_expiry_requeues_at_once_and_counts_a_stall(world: World) -> None:
+    job_id, _ = pulled(world, maxAttempts=3, backoff=1000, owner="w", lockTtl=1000)
+    assert world.settle(LEASES, T0 + 1001) is None
+    job = world.job(job_id)
+    assert (job.state, job.attempts, job.stall_count, job.run_at) == (states.READY, 1, 1, T0)
+    assert job_id not in world.broker.leases and job.last_heartbeat == T0 + 1001
+    assert world.store.take() == [("job_changed", job_id)]
+    assert world.take_events() == [("stalled", {"stallCount": 1, "action": "retry"})]
+    [failure] = world.broker.records.failures[job_id]
+    assert (failure["reason"], failure["error"]) == ("stalled", errors.LOCK_EXPIRED)
+
+
+def test_lease_expiry_on_the_last_attempt_dead_letters(world: World) -> None:
+    job_id, _ = pulled(world, maxAttempts=1, owner="w", lockTtl=1000)
+    world.settle(LEASES, T0 + 1001)
+    job = world.job(job_id)
+    assert (job.state, job.attempts, job.stall_count) == (states.FAILED, 1, 1)
+    entry = world.broker.dlq.get(job_id)
+    assert entry is not None
+    assert (entry["reason"], entry["error"]) == ("max_attempts_exceeded", errors.lock_expired_at_max_attempts(1))
+    assert world.store.take() == [("job_changed", job_id), ("dlq_changed", job_id)]
+    assert world.take_events() == [("stalled", {"stallCount": 1, "action": "move_to_dlq"})]
+
+
+def test_a_confirmed_stall_is_retried_with_backoff(world: World) -> None:
+    world.send({"cmd": "SetStallConfig", "queue": QUEUE, "config": {"stallInterval": 1000, "gracePeriod": 0}})
+    job_id, _ = pulled(world, maxAttempts=3, backoff=1000)
+    # Silent for strictly longer than the interval, then still silent STALL_CONFIRM_MS later.
+    assert world.settle(STALLS, T0 + 1000) == T0 + 1001
+    assert world.settle(STALLS, T0 + 1001) == T0 + 1001 + STALL_CONFIRM_MS
+    assert world.job(job_id).state == states.ACTIVE
+    now = T0 + 1001 + STALL_CONFIRM_MS
+    assert world.settle(STALLS, now) is None
+    job = world.job(job_id)
+    assert (job.attempts, job.stall_count) == (1, 1)
+    delayed_by_backoff(world, job_id, now)
+    assert world.store.take() == [("job_changed", job_id)]
+    assert world.take_events() == [("stalled", {"stallCount": 1, "action": "retry"})]
+    [failure] = world.broker.records.failures[job_id]
+    assert (failure["reason"], failure["error"]) == ("stalled", errors.STALLED)
+
+
+def test_a_timeout_fails_the_attempt_and_retires_it(world: World) -> None:
+    job_id, token = pulled(world, maxAttempts=3, backoff=1000, timeout=500, owner="w")
+    assert world.settle(TIMEOUTS, T0 + 500) is None
+    job = world.job(job_id)
+    assert (job.attempts, job.stall_count) == (1, 0)
+    delayed_by_backoff(world, job_id, T0 + 500)
+    assert world.store.take() == [("job_changed", job_id)]
+    assert world.take_events() == [("failed", False), ("retried", "failed")]
+    [failure] = world.broker.records.failures[job_id]
+    assert (failure["reason"], failure["error"]) == ("timeout", errors.JOB_TIMEOUT_EXCEEDED)
+    # The worker's late ACK for the timed-out attempt changes nothing.
+    late = world.send({"cmd": "ACK", "id": job_id, "token": token})
+    assert late == {"ok": True, "data": {"applied": False, "reason": "already-finalized"}}
+    assert world.job(job_id).state == states.DELAYED and world.store.take() == []
+
+
+def interrupted(world: World, max_attempts: int) -> str:
+    """A job that was active when the server stopped, read back by ``restore``."""
+    job = JobFactory().build({"name": "n", "data": 1, "maxAttempts": max_attempts, "backoff": 1000}, QUEUE,
+                             T0 - 5000, False)
+    job.state = states.ACTIVE
+    job.started_at = T0 - 100
+    counts = restore(world.broker, Snapshot(jobs=[job]))
+    assert counts["active"] == 1
+    return job.id
+
+
+def test_recovery_of_an_active_job_charges_the_interrupted_attempt(world: World) -> None:
+    world.store.take()
+    job_id = interrupted(world, 3)
+    job = world.job(job_id)
+    assert (job.attempts, job.stall_count) == (1, 1)
+    delayed_by_backoff(world, job_id, T0)
+    assert world.store.take() == [("job_changed", job_id)]
+    assert world.broker.queue(QUEUE).n_active == 0 and world.events == []
+
+
+def test_recovery_on_the_last_attempt_dead_letters(world: World) -> None:
+    world.store.take()
+    job_id = interrupted(world, 1)
+    assert world.job(job_id).state == states.FAILED
+    entry = world.broker.dlq.get(job_id)
+    assert entry is not None
+    assert (entry["reason"], entry["error"]) == ("max_attempts_exceeded", "Interrupted by a restart")
+    [attempt] = entry["attempts"]
+    assert (attempt["attempt"], attempt["startedAt"], attempt["duration"]) == (1, T0 - 5000, 0)
+    assert world.store.take() == [("job_changed", job_id), ("dlq_changed", job_id)]
+
+
+def test_ack_completes_and_frees_the_unique_key(world: World) -> None:
+    job_id, token = pulled(world, uniqueKey="k", owner="w")
+    world.clock.advance(50)
+    assert world.send({"cmd": "ACK", "id": job_id, "token": token, "result": {"r": 1}}) == {"ok": True}
+    job = world.job(job_id)
+    assert (job.state, job.attempts, job.completed_at) == (states.COMPLETED, 0, T0 + 50)
+    assert world.broker.records.results[job_id] == {"r": 1}
+    assert world.store.take() == [("job_changed", job_id), ("result_stored", job_id)]
+    assert world.take_events() == [("completed", None)]
+    assert world.broker.queue(QUEUE).n_active == 0 and job_id not in world.broker.leases
+    assert world.push(uniqueKey="k") != job_id
+
+
+def test_fail_on_the_last_attempt_goes_to_the_dlq(world: World) -> None:
+    job_id, token = pulled(world, maxAttempts=1, owner="w", uniqueKey="k")
+    assert world.send({"cmd": "FAIL", "id": job_id, "token": token, "error": "e"}) == {"ok": True}
+    job = world.job(job_id)
+    assert (job.state, job.attempts) == (states.FAILED, 1)
+    entry = world.broker.dlq.get(job_id)
+    assert entry is not None
+    assert (entry["reason"], entry["error"], len(entry["attempts"])) == ("max_attempts_exceeded", "e", 1)
+    assert job_id not in world.broker.records.failures
+    assert world.store.take() == [("job_changed", job_id), ("dlq_changed", job_id)]
+    assert world.take_events() == [("failed", True)]
+    assert world.broker.keys.owners == {}
+
+
+def test_cancel_removes_the_job(world: World) -> None:
+    job_id = world.push(uniqueKey="k")
+    world.store.take()
+    world.take_events()
+    assert world.send({"cmd": "Cancel", "id": job_id}) == {"ok": True}
+    assert job_id not in world.broker.jobs
+    assert world.broker.queue(QUEUE).n_queued == 0 and world.broker.keys.owners == {}
+    assert world.store.take() == [("job_removed", job_id)]
+    assert world.take_events() == [("removed", "waiting")]
+
+
+def test_a_closed_connection_requeues_its_jobs_without_charge(world: World) -> None:
+    job_id, _ = pulled(world, maxAttempts=3)
+    assert world.broker.release_session(world.session) == 1
+    job = world.job(job_id)
+    assert (job.state, job.attempts, job.stall_count) == (states.READY, 0, 0)
+    assert math.isnan(job.started_at)
+    assert world.store.take() == [("job_changed", job_id)]
