@@ -398,6 +398,7 @@ async def run_worker(
     probe: Probe | None = None,
     connections: int = 5,
     concurrency: int = 50,
+    groups: int = 0,
     lock_ttl: int = 30_000,
     poll_timeout: int = 0,
     data_bytes: int = DEFAULT_DATA_BYTES,
@@ -405,16 +406,23 @@ async def run_worker(
     """Preload n jobs, then drain them with `concurrency` PULL(owner, lockTtl) + ACK(token) loops.
 
     The consumers share one owner and are spread over `connections` connections, as one Bun
-    Worker with that concurrency would be.
+    Worker with that concurrency would be. With `groups`, the jobs are dealt round the clock to that
+    many job groups (groupId), and the result says how evenly the groups were served (``fair_min``,
+    ``fair_max``: see :func:`_fairness`).
     """
-    queue = queue_name("worker")
+    name = "grouped_worker" if groups else "worker"
+    queue = queue_name(name)
     conns = await _connect_many(addr, connections, token)
     try:
-        pushed = await _push_batches(conns[:2], queue, n, PRELOAD_BATCH, 2, job_data(data_bytes))
+        if groups:
+            pushed = await _push_grouped(conns[0], queue, n, groups, job_data(data_bytes))
+        else:
+            pushed = await _push_batches(conns[:2], queue, n, PRELOAD_BATCH, 2, job_data(data_bytes))
         pull = prepare(
             {"cmd": "PULL", "queue": queue, "owner": f"{queue}-worker", "lockTtl": lock_ttl, "timeout": poll_timeout}
         )
         pulled: list[str] = []
+        served: list[str] = []
 
         async def consume(conn: Connection) -> None:
             request = conn.request
@@ -424,6 +432,8 @@ async def run_worker(
                 if job is None:
                     return
                 job_id = job["id"]
+                if groups:
+                    served.append(job["groupId"])
                 _ok(await request({"cmd": "ACK", "id": job_id, "token": reply["token"]}), "ACK")
                 pulled.append(job_id)
 
@@ -432,9 +442,43 @@ async def run_worker(
         check = await _verify(conns[0], queue, n, pushed, pulled)
     finally:
         await _close_all(conns)
+    extra = {"groups": groups, **_fairness(served, groups)} if groups else {}
     return _result(
-        "worker", queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency, **check
+        name, queue, n, 2 * n, "jobs/s", timer, connections=connections, concurrency=concurrency, **extra, **check
     )
+
+
+run_grouped_worker = functools.partial(run_worker, groups=1000)
+
+
+async def _push_grouped(conn: Connection, queue: str, n: int, groups: int, data: Any) -> list[str]:
+    """PUSHB n jobs, job i in group ``g{i % groups}``, one batch at a time (preload, not measured)."""
+    ids: list[str] = []
+    for start in range(0, n, PRELOAD_BATCH):
+        jobs = [
+            {"name": JOB_NAME, "data": data, "groupId": f"g{i % groups}"}
+            for i in range(start, min(n, start + PRELOAD_BATCH))
+        ]
+        ids.extend(_ok(await conn.request({"cmd": "PUSHB", "queue": queue, "jobs": jobs}), "PUSHB")["ids"])
+    return ids
+
+
+def _fairness(served: list[str], groups: int) -> dict[str, float]:
+    """Per-group claim counts over the equal share, in the span that ends when the first group runs dry."""
+    depth: dict[str, int] = {}
+    for group in served:
+        depth[group] = depth.get(group, 0) + 1
+    if len(depth) != groups or len(set(depth.values())) != 1:
+        return {}
+    counts: dict[str, int] = dict.fromkeys(depth, 0)
+    span = 0
+    for group in served:
+        span += 1
+        counts[group] += 1
+        if counts[group] == depth[group]:
+            break
+    equal = span / groups
+    return {"fair_min": round(min(counts.values()) / equal, 3), "fair_max": round(max(counts.values()) / equal, 3)}
 
 
 def _percentile(sorted_ns: list[int], q: float) -> float:
@@ -495,6 +539,7 @@ WORKLOADS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "pushb1000": run_pushb1000,
     "pullb_ackb": run_pullb_ackb,
     "worker": run_worker,
+    "grouped_worker": run_grouped_worker,
     "latency": run_latency,
 }
 

@@ -11,16 +11,12 @@ import argparse
 import asyncio
 import os
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from harness import ServerProcess  # noqa: E402
-
-from bunqueue.client import connect  # noqa: E402
+from bunqueue._testbase.server import ServerProcess
+from bunqueue.client import connect
 
 BATCH = 1000
 

@@ -16,10 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    # Run as a file: make `benchmarks` importable the way `python -m` would.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.compare.install import BunInstall, ensure_bun
 from benchmarks.compare.servers import Launcher, OursLauncher, started
 

@@ -19,15 +19,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from harness import ServerProcess, free_port  # noqa: E402
-
-from benchmarks.load import _connect_many, _measure, _push_batches, job_data  # noqa: E402
-from bunqueue.client import connect  # noqa: E402
+from benchmarks.load import _connect_many, _measure, _push_batches, job_data
+from bunqueue._testbase.server import ServerProcess, free_port
+from bunqueue.client import connect
 
 EVENTS = ["job.pushed", "job.started", "job.completed", "job.failed", "job.progress"]
 QUEUE = "webhook-bench"

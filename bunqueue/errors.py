@@ -26,6 +26,8 @@ NOT_AUTHENTICATED = "Not authenticated"
 INVALID_TOKEN = "Invalid token"
 RATE_LIMIT_EXCEEDED = "Rate limit exceeded"
 INTERNAL_ERROR = "Internal server error"
+INVALID_REQ_ID = "reqId must be a string or a number"
+REPLY_NOT_ENCODABLE = "Reply could not be encoded"
 
 
 def storage_write_failed(reason: str) -> str:
@@ -33,12 +35,7 @@ def storage_write_failed(reason: str) -> str:
 
 
 def unknown_command(cmd: object) -> str:
-    if isinstance(cmd, (bytes, bytearray)):
-        # The reference stringifies a binary cmd the way JS prints a Uint8Array.
-        cmd = ",".join(str(b) for b in cmd)
-    elif cmd is True or cmd is False:
-        cmd = "true" if cmd else "false"
-    return f"Unknown command: {cmd}"
+    return f"Unknown command: {shown(cmd)}"
 
 
 class FrameTooLarge(ValueError):
@@ -153,15 +150,15 @@ def not_processing(job_id: object) -> str:
 
 
 def dependency_not_found(job_id: str) -> str:
-    return f"Dependency job not found: {job_id}"
+    return f"Dependency job not found: {shown(job_id)}"
 
 
 def lock_token_required(job_id: str) -> str:
-    return f"Lock token required for job {job_id}"
+    return f"Lock token required for job {shown(job_id)}"
 
 
 def invalid_lock_token(job_id: str) -> str:
-    return f"Invalid or expired lock token for job {job_id}"
+    return f"Invalid or expired lock token for job {shown(job_id)}"
 
 
 def batch_item(index: int, message: str) -> str:
@@ -169,7 +166,7 @@ def batch_item(index: int, message: str) -> str:
 
 
 def group_full(group_id: str, limit: int) -> str:
-    return f"Group {group_id} has reached its maximum size of {limit}"
+    return f"Group {shown(group_id)} has reached its maximum size of {limit}"
 
 
 ACKB_TOKENS_LENGTH = "ACKB tokens length must match ids length"
@@ -232,6 +229,18 @@ def must_be_non_empty_string(field: str) -> str:
     return f"{field} must be a non-empty string"
 
 
+def must_be_positive_safe_integer(field: str) -> str:
+    return f"{field} must be a positive safe integer"
+
+
+def must_not_contain_nul(field: str) -> str:
+    return f"{field} must not contain NUL characters"
+
+
+def must_be_string_or_null(field: str) -> str:
+    return f"{field} must be a string or null"
+
+
 GROUP_PRIORITY_RANGE = "group.priority must be between 0 and 2097151"
 GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
 GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"
@@ -266,7 +275,7 @@ def cannot_move_to_wait(state: str) -> str:
 
 
 def flow_key_reserved(key: str) -> str:
-    return f"flow job data key is reserved: {key}"
+    return f"flow job data key is reserved: {shown(key)}"
 
 
 def must_be_string_or_array(field: str) -> str:
@@ -290,7 +299,7 @@ def item_error(field: str, index: int, message: str) -> str:
 
 
 def dedup_replace_blocked(job_id: str) -> str:
-    return f"Cannot replace deduplicated job {job_id} because live jobs depend on it"
+    return f"Cannot replace deduplicated job {shown(job_id)} because live jobs depend on it"
 
 
 def stalled_at_max_attempts(max_attempts: int) -> str:

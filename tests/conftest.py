@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from harness import RawClient, ServerProcess
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 
 
 @pytest.fixture(scope="session")

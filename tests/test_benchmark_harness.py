@@ -8,7 +8,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The default workload set of benchmarks.load, spelled out so the test needs no import path setup.
-WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "latency"}
+WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "grouped_worker", "latency"}
 
 
 def test_quick_compare_of_ours_reports_every_workload_verified(tmp_path: Path) -> None:
@@ -37,6 +37,8 @@ def test_quick_compare_of_ours_reports_every_workload_verified(tmp_path: Path) -
     for row in run["workloads"]:
         assert row["verified"] and not row["problems"] and row["rate"] > 0, row
         assert row["server_cpu_s"] >= 0
+    grouped = next(r for r in run["workloads"] if r["workload"] == "grouped_worker")
+    assert grouped["groups"] == 1000 and 0 < grouped["fair_min"] <= 1 <= grouped["fair_max"], grouped
     latency = next(r for r in run["workloads"] if r["workload"] == "latency")
     assert 0 < latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"]
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bunqueue._testbase.server import free_port
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 # High enough that no workload meets it: the default (10k requests a minute per connection) would
@@ -30,12 +32,6 @@ MODES = ("memory", "sqlite")
 
 class ServerUnavailable(Exception):
     """The server exited before it listened (for example, it refused the data path)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""Test support shared by the test suite and the benchmarks."""
+"""What the tests and benchmarks share: a real server process, a raw-frame client, free ports."""

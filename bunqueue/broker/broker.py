@@ -22,10 +22,22 @@ from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import dlq, events, states
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadlines import DLQ, LEASES, RATE_LIMITS, STALLS, TIMEOUTS, WORKERS, Alarm, Alarms, Handler
+from bunqueue.broker.deadlines import (
+    DLQ,
+    GROUP_LIMITS,
+    LEASES,
+    RATE_LIMITS,
+    STALLS,
+    TIMEOUTS,
+    WORKERS,
+    Alarm,
+    Alarms,
+    Handler,
+)
 from bunqueue.broker.dedup import UniqueKeys
 from bunqueue.broker.dependencies import Dependencies
 from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.limits import RateLimitWakeups
 from bunqueue.broker.queue import Queues, QueueState
 from bunqueue.broker.records import JobRecords
@@ -68,11 +80,12 @@ class Broker:
         self.timeouts = JobTimeouts(self.jobs, self.leases, self.alarms, self.records.max_completed_jobs)
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token)
         self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms)
+        self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
-            rate_wakeups=self.rate_wakeups, events=self.events, store=self.store, alarms=self.alarms,
-            counters=self.counters, clock=clock,
+            rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
+            alarms=self.alarms, counters=self.counters, clock=clock,
         )
         # The per-job commands go straight to their transition: no layer in between on the hot path.
         self.pull = t.activate
@@ -99,6 +112,7 @@ class Broker:
             STALLS: t.expire_stalls,
             WORKERS: self.workers.expire,
             RATE_LIMITS: self.rate_wakeups.expire,
+            GROUP_LIMITS: self.groups.expire,
             DLQ: partial(dlq.maintain, t),
         }
 
@@ -111,6 +125,7 @@ class Broker:
             STALLS: self.stalls.next_check(),
             WORKERS: self.workers.removal.peek_time(),
             RATE_LIMITS: self.rate_wakeups.due.peek_time(),
+            GROUP_LIMITS: self.groups.due.peek_time(),
             DLQ: self.dlq.next_due(),
         }
         return ((kind, when) for kind, when in pending.items() if when is not None)

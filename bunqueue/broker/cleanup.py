@@ -58,6 +58,7 @@ def obliterate(broker: Broker, queue: str) -> None:
     if q.waiters:
         # Long-polling pulls hold this state and keep waiting on it: it stays, with default controls.
         q.apply_settings({}, broker.clock())
+        q.groups.forget_controls(broker.clock())
     else:
         del broker.queues[queue]
 

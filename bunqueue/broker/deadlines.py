@@ -1,11 +1,11 @@
 """The kinds of broker deadline, and how the broker asks for a wake-up.
 
 The broker has no event loop. Each kind of deadline (leases, job timeouts, stall checks, worker
-staleness, rate-limit windows, DLQ maintenance) lives in one heap owned by a broker component, and the
-component calls ``Alarms.arm(kind, when)`` (the broker's ``wake_at``) whenever that kind may now be due
-earlier than anything armed. The server keeps one loop timer per kind, armed for its earliest deadline
-(``bunqueue.server.scheduler``); when it fires it calls the kind's handler, which settles what is due
-and returns the next deadline of that kind.
+staleness, rate-limit windows, group windows, DLQ maintenance) lives in one heap owned by a broker
+component, and the component calls ``Alarms.arm(kind, when)`` (the broker's ``wake_at``) whenever that kind
+may now be due earlier than anything armed. The server keeps one loop timer per kind, armed for its
+earliest deadline (``bunqueue.server.scheduler``); when it fires it calls the kind's handler, which settles
+what is due and returns the next deadline of that kind.
 Nothing ever scans all jobs on a period.
 """
 from __future__ import annotations
@@ -17,10 +17,12 @@ TIMEOUTS = "timeouts"
 STALLS = "stalls"
 WORKERS = "workers"
 RATE_LIMITS = "rate-limits"
+# The end of a group's rate window or RateLimitGroup deadline, for long-pollers it holds back.
+GROUP_LIMITS = "group-limits"
 # DLQ maintenance: automatic retries and expiry.
 DLQ = "dlq"
 
-KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, DLQ)
+KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, GROUP_LIMITS, DLQ)
 
 # Settles what is due at `now` (epoch ms); returns the next deadline of its kind, or None.
 Handler = Callable[[float], "float | None"]

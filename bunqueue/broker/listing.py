@@ -118,10 +118,11 @@ def js_number_key(value: float) -> str:
 
 
 def is_listed(broker: Broker, name: str, q: QueueState) -> bool:
-    """A queue is listed while it holds jobs in any state, DLQ entries, or non-default controls."""
+    """A queue is listed while it holds jobs in any state, DLQ entries, or non-default controls (its
+    groups' controls and windows included)."""
     return bool(
         q.n_queued or q.n_active or q.n_completed or q.completed or q.n_waiting_children
-        or broker.dlq.count(name) or q.settings()
+        or broker.dlq.count(name) or q.settings() or q.groups.lane_count
     )
 
 

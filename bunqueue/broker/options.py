@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.groups import ANY_LANE, NO_LANE, ONE_LANE, GroupClaim
 from bunqueue._core.jobs import finite_option, flag_option, id_option, validate_queue_name
 from bunqueue.errors import CommandError
 
@@ -209,3 +210,70 @@ def js_finite(value: Any) -> float | None:
     else:
         return None
     return number if math.isfinite(number) else None
+
+
+MAX_GROUP_ID = 256
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def group_id_arg(cmd: dict[str, Any]) -> str:
+    """A required group id: a non-empty string of at most 256 characters without NUL."""
+    value = cmd.get("groupId")
+    if value is None:
+        raise CommandError(errors.is_required("groupId"))
+    return _group_id(value, "groupId")
+
+
+def _group_id(value: Any, field: str) -> str:
+    if type(value) is not str:
+        raise CommandError(errors.must_be_string(field))
+    if not value:
+        raise CommandError(errors.must_be_non_empty_string(field))
+    if len(value) > MAX_GROUP_ID:
+        raise CommandError(errors.must_be_at_most_chars(field, MAX_GROUP_ID))
+    if "\0" in value:
+        raise CommandError(errors.must_not_contain_nul(field))
+    return value
+
+
+def positive_safe_integer(value: Any, field: str) -> int:
+    """A number sent as a whole number from 1 through 2^53 - 1 (no numeric strings)."""
+    if (
+        type(value) is bool
+        or not isinstance(value, (int, float))
+        or not (1 <= value <= MAX_SAFE_INTEGER)
+        or (type(value) is float and not value.is_integer())
+    ):
+        raise CommandError(errors.must_be_positive_safe_integer(field))
+    return int(value)
+
+
+def group_claim(cmd: dict[str, Any]) -> GroupClaim | None:
+    """PULL/PULLB ``group``: the claim defaults and lane affinity, or None when absent."""
+    group = cmd.get("group")
+    if group is None:
+        return None
+    if type(group) is not dict:
+        raise CommandError(errors.must_be_object("group"))
+    lanes, affinity = ANY_LANE, None
+    if "affinity" in group:
+        affinity = group["affinity"]
+        if affinity is None:
+            lanes = NO_LANE
+        elif type(affinity) is str:
+            lanes = ONE_LANE
+        else:
+            raise CommandError(errors.must_be_string_or_null("group.affinity"))
+    concurrency = group.get("concurrency")
+    if concurrency is not None:
+        concurrency = positive_safe_integer(concurrency, "group.concurrency")
+    limit_max = limit_duration = 0
+    limit = group.get("limit")
+    if limit is not None:
+        if type(limit) is not dict:
+            raise CommandError(errors.must_be_object("group.limit"))
+        limit_max = positive_safe_integer(limit.get("max"), "group.limit.max")
+        limit_duration = positive_safe_integer(limit.get("duration"), "group.limit.duration")
+    if concurrency is None and not limit_max and lanes == ANY_LANE:
+        return None
+    return GroupClaim(concurrency or 0, limit_max, limit_duration, lanes, affinity)

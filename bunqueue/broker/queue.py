@@ -5,6 +5,7 @@ import math
 from collections import deque
 from typing import Any
 
+from bunqueue._core.groups import ANY_LANE, NO_LANE, GroupClaim, GroupScheduler
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue._core.timers import TimerHeap
@@ -144,19 +145,18 @@ class QueueLimits:
 class QueueState:
     """Jobs of one queue: heaps for those waiting to run, id sets for the others.
 
-    Ungrouped ready jobs sit in one heap in the reference order. Grouped jobs wait in one lane per group
-    (lower intra-group priority first, then admission order) and are served round-robin, after any ready
-    ungrouped job. Delayed jobs sit in a time heap until their run time passes; they are moved to the
-    ready side lazily, by whoever looks next, so no timer runs per delayed job.
+    Ungrouped ready jobs sit in one heap in the reference order. Grouped jobs wait in the compiled group
+    lanes (``bunqueue._core.groups``), served round-robin after any ready ungrouped job. Delayed jobs sit
+    in a time heap until their run time passes; they are moved to the ready side lazily, by whoever looks
+    next, so no timer runs per delayed job.
     """
 
     __slots__ = (
         "active",
         "completed",
         "delayed",
-        "delayed_by_group",
         "dlq_config",
-        "lanes",
+        "groups",
         "limits",
         "n_active",
         "n_completed",
@@ -166,7 +166,6 @@ class QueueState:
         "name",
         "paused",
         "ready",
-        "rotation",
         "stall_config",
         "stall_watch",
         "waiters",
@@ -176,12 +175,9 @@ class QueueState:
     def __init__(self, name: str) -> None:
         self.name = name
         self.ready = ReadyQueue()
-        self.lanes: dict[str, ReadyQueue] = {}
-        # Groups with ready jobs, in round-robin order: the head is served next.
-        self.rotation: deque[str] = deque()
+        # Grouped jobs (ready, and counts of delayed and active ones) and the group controls.
+        self.groups = GroupScheduler()
         self.delayed = TimerHeap()
-        # Delayed jobs per group: with the lanes, the pending depth that groupMaxSize caps.
-        self.delayed_by_group: dict[str, int] = {}
         self.paused = False
         self.n_waiting = 0
         self.n_prioritized = 0
@@ -220,13 +216,10 @@ class QueueState:
         if group is None:
             self.ready.push(job.id, job.priority, job.lifo, job.run_at, job.seq)
         else:
-            lane = self.lanes.get(group)
-            if lane is None:
-                lane = self.lanes[group] = ReadyQueue()
-            if not lane:
-                self.rotation.append(group)
-            # Lanes run lower priorities first and ignore LIFO and run time: admission order breaks ties.
-            lane.push(job.id, -job.priority, False, 0.0, job.seq)
+            self.groups.add(job.id, group, job.priority, job.seq)
+        self._count_in(job)
+
+    def _count_in(self, job: Job) -> None:
         if job.priority > 0:
             self.n_prioritized += 1
         else:
@@ -237,27 +230,24 @@ class QueueState:
         if group is None:
             removed = self.ready.remove(job.id)
         else:
-            lane = self.lanes.get(group)
-            removed = lane is not None and lane.remove(job.id)
-            if removed and not lane:
-                self._drop_lane(group)
+            removed = self.groups.remove(job.id, group, 0.0)
         if removed:
             self._count_out(job)
         return removed
 
-    def pop_ready(self) -> str | None:
-        """The next job id to run, or None. The caller counts it out with ``took``."""
-        job_id = self.ready.pop()
-        if job_id is not None or not self.rotation:
-            return job_id
-        group = self.rotation[0]
-        lane = self.lanes[group]
-        job_id = lane.pop()
-        if lane:
-            self.rotation.rotate(-1)
-        else:
-            self._drop_lane(group)
-        return job_id
+    def pop_ready(self, now: float, claim: GroupClaim | None) -> str | None:
+        """The next job id to run under a pull's group defaults, or None. The caller counts it out with
+        ``took``; a grouped job counts as active in its group from here."""
+        if claim is None or claim.lanes == ANY_LANE:
+            job_id = self.ready.pop()
+            if job_id is not None:
+                return job_id
+        elif claim.lanes == NO_LANE:
+            return self.ready.pop()
+        groups = self.groups
+        if not groups.ready_count:
+            return None
+        return groups.claim(now, claim)
 
     def took(self, job: Job) -> None:
         self._count_out(job)
@@ -268,19 +258,12 @@ class QueueState:
         else:
             self.n_waiting -= 1
 
-    def _drop_lane(self, group: str) -> None:
-        del self.lanes[group]
-        try:
-            self.rotation.remove(group)
-        except ValueError:
-            pass
-
     # -- delayed side ------------------------------------------------------------------------------
 
     def add_delayed(self, job: Job) -> None:
         self.delayed.push(job.id, job.run_at)
         if job.group_id is not None:
-            self.delayed_by_group[job.group_id] = self.delayed_by_group.get(job.group_id, 0) + 1
+            self.groups.add_delayed(job.group_id)
 
     def promote_due(self, now: float, jobs: dict[str, Job], ready_state: int) -> None:
         """Move every delayed job whose run time has passed to the ready side."""
@@ -288,17 +271,18 @@ class QueueState:
         due = delayed.peek_time()
         if due is None or due > now:
             return
-        by_group = self.delayed_by_group
+        groups = self.groups
         for job_id in delayed.pop_due(now):
             job = jobs[job_id]
-            if job.group_id is not None:
-                by_group[job.group_id] -= 1
             job.state = ready_state
-            self.add_ready(job)
+            if job.group_id is None:
+                self.add_ready(job)
+            else:
+                groups.promote(job_id, job.group_id, job.priority, job.seq)
+                self._count_in(job)
 
     def group_depth(self, group: str) -> int:
-        lane = self.lanes.get(group)
-        return (len(lane) if lane is not None else 0) + self.delayed_by_group.get(group, 0)
+        return self.groups.depth(group)
 
     def next_run_at(self) -> float | None:
         return self.delayed.peek_time()
@@ -333,7 +317,7 @@ class QueueState:
         if not self.delayed.remove(job.id):
             return False
         if job.group_id is not None:
-            self.delayed_by_group[job.group_id] -= 1
+            self.groups.remove_delayed(job.group_id, 0.0)
         return True
 
     def remove_queued(self, job: Job) -> bool:
@@ -343,8 +327,7 @@ class QueueState:
     def queued_ids(self) -> list[str]:
         """Every waiting, prioritized and delayed job id, in no particular order."""
         ids = self.ready.ids()
-        for lane in self.lanes.values():
-            ids.extend(lane.ids())
+        ids.extend(self.groups.ids())
         ids.extend(self.delayed.keys())
         return ids
 
@@ -352,10 +335,8 @@ class QueueState:
         """Empty the heaps at once (Drain, Obliterate); the ids they held."""
         ids = self.queued_ids()
         self.ready.clear()
-        self.lanes.clear()
-        self.rotation.clear()
+        self.groups.clear(0.0)
         self.delayed.clear()
-        self.delayed_by_group.clear()
         self.n_waiting = self.n_prioritized = 0
         return ids
 
@@ -395,6 +376,7 @@ class QueueState:
             and not self.paused
             and self.limits is None
             and self.stall_config is None
+            and not self.groups.lane_count
         )
 
 

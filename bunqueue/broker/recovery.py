@@ -48,6 +48,8 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
             broker.keys.take(job, now)
     for queue, settings in snap.queues.items():
         broker.queue(queue).apply_settings(settings, now)
+    for queue, group_id, controls in snap.groups:
+        broker.groups.restore(queue, group_id, controls)
     for queue, count in snap.completed_counts.items():
         broker.queue(queue).n_completed = count
     broker.records.results.update(snap.results)

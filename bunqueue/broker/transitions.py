@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, JobFactory, wire_number
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import events, limits, states
@@ -40,6 +41,7 @@ from bunqueue.broker.deadlines import LEASES, Alarms
 from bunqueue.broker.dedup import PENDING, UniqueKeys
 from bunqueue.broker.dependencies import Dependencies
 from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.queue import Queues, QueueState
 from bunqueue.broker.records import JobRecords, settle_waiters
 from bunqueue.broker.retry import retry_delay
@@ -85,6 +87,7 @@ class Transitions:
         stalls: StallDetector,
         timeouts: JobTimeouts,
         rate_wakeups: limits.RateLimitWakeups,
+        groups: GroupControls,
         events: events.EventHub,
         store: Store,
         alarms: Alarms,
@@ -103,6 +106,7 @@ class Transitions:
         self.stalls = stalls
         self.timeouts = timeouts
         self.rate_wakeups = rate_wakeups
+        self.groups = groups
         self.events = events
         self.store = store
         self.alarms = alarms
@@ -205,8 +209,12 @@ class Transitions:
         owner: str | None,
         lock_ttl: float,
         detach: bool,
+        claim: GroupClaim | None = None,
     ) -> tuple[list[Job], list[str] | None]:
-        """PULL: up to ``count`` ready jobs become active; with an owner each gets a lease token."""
+        """PULL: up to ``count`` ready jobs become active; with an owner each gets a lease token.
+
+        ``claim``: the pull's group defaults and lane affinity (``group``), if it carries any.
+        """
         tokens: list[str] | None = [] if owner is not None else None
         if q.paused:
             return [], tokens
@@ -221,14 +229,19 @@ class Transitions:
         watch_was_empty = watch is not None and not watch
         alarms = self.alarms
         while len(out) < count:
-            job_id = q.pop_ready()
+            job_id = q.pop_ready(now, claim)
             if job_id is None:
+                if q.groups.retry_at:
+                    # Every lane with jobs is held back by a window or deadline: wake long-pollers then.
+                    self.groups.wait(q.name, q.groups.retry_at)
                 break
             job = jobs[job_id]
             q.took(job)
             ttl = job.ttl
             if ttl is not None and now > job.created_at + ttl:
                 # Past its ttl: dropped when a pull meets it, never delivered, no DLQ.
+                if job.group_id is not None:
+                    q.groups.unclaim(job.group_id, now)
                 self.remove(job)
                 continue
             job.state = states.ACTIVE
@@ -289,6 +302,9 @@ class Transitions:
         limited = q.limits
         if limited is not None and limited.concurrency is not None and q.waiters:
             # A concurrency slot opened.
+            q.wake(1)
+        if job.group_id is not None and q.groups.release(job.group_id, self.clock()) and q.waiters:
+            # The group has jobs waiting and one slot fewer taken: a pull may now claim from it.
             q.wake(1)
         return q
 

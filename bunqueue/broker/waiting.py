@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.queue import QueueState
@@ -19,6 +20,7 @@ async def wait_for_jobs(
     lock_ttl: float,
     detach: bool,
     timeout_ms: float,
+    claim: GroupClaim | None = None,
 ) -> tuple[list[Job], list[str] | None]:
     """Pull up to ``count`` jobs, waiting up to ``timeout_ms`` for the first one.
 
@@ -52,7 +54,7 @@ async def wait_for_jobs(
                     q.waiters.remove(fut)
                 except ValueError:
                     pass
-            jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, detach)
+            jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, detach, claim)
             if jobs:
                 return jobs, tokens
     finally:

@@ -5,6 +5,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, check_nesting
 from bunqueue.broker import options, outcomes
 from bunqueue.broker.broker import Broker
@@ -32,29 +33,29 @@ def handle_pushb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
     return {"ok": True, "ids": ids}
 
 
-def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float]:
+def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, GroupClaim | None]:
     queue = options.queue_name(cmd)
     timeout = options.strict_number(cmd, "timeout", 0.0, 0, options.MAX_PULL_TIMEOUT)
     owner = options.optional_string(cmd, "owner")
     lock_ttl = options.lock_ttl(cmd) if owner is not None else options.DEFAULT_LOCK_TTL
-    return queue, timeout, owner, lock_ttl
+    return queue, timeout, owner, lock_ttl, options.group_claim(cmd)
 
 
 def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
-    queue, timeout, owner, lock_ttl = _pull_options(cmd)
+    queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
     detach = options.flag(cmd, "detach") and owner is None
     q = broker.queue(queue)
-    jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach)
+    jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach, claim)
     if not jobs and timeout > 0:
-        return _pull_later(broker, q, session, owner, lock_ttl, detach, timeout)
+        return _pull_later(broker, q, session, owner, lock_ttl, detach, timeout, claim)
     return _pull_reply(jobs, tokens)
 
 
 async def _pull_later(
     broker: Broker, q: QueueState, session: Session, owner: str | None, lock_ttl: float, detach: bool,
-    timeout: float,
+    timeout: float, claim: GroupClaim | None,
 ) -> Reply:
-    jobs, tokens = await wait_for_jobs(broker, q, 1, session, owner, lock_ttl, detach, timeout)
+    jobs, tokens = await wait_for_jobs(broker, q, 1, session, owner, lock_ttl, detach, timeout, claim)
     return _pull_reply(jobs, tokens)
 
 
@@ -66,21 +67,21 @@ def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
 
 
 def handle_pullb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
-    queue, timeout, owner, lock_ttl = _pull_options(cmd)
+    queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
     # A PULLB without count pulls one job: the reference accepts the omission.
     count = int(options.strict_number(cmd, "count", 1, 1, options.MAX_PULL_COUNT))
     q = broker.queue(queue)
-    jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False)
+    jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False, claim)
     if not jobs and timeout > 0:
-        return _pullb_later(broker, q, count, session, owner, lock_ttl, timeout)
+        return _pullb_later(broker, q, count, session, owner, lock_ttl, timeout, claim)
     return _pullb_reply(jobs, tokens)
 
 
 async def _pullb_later(
     broker: Broker, q: QueueState, count: int, session: Session, owner: str | None, lock_ttl: float,
-    timeout: float,
+    timeout: float, claim: GroupClaim | None,
 ) -> Reply:
-    jobs, tokens = await wait_for_jobs(broker, q, count, session, owner, lock_ttl, False, timeout)
+    jobs, tokens = await wait_for_jobs(broker, q, count, session, owner, lock_ttl, False, timeout, claim)
     return _pullb_reply(jobs, tokens)
 
 

@@ -6,18 +6,16 @@ import gc
 import logging
 import signal
 import time
-from typing import Any
 
-from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.broker import states
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.recovery import restore
-from bunqueue.broker.session import Session
 from bunqueue.config import Settings
+from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
-from bunqueue.server.tcp import BrokerProtocol, check_token
+from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.server.webhooks import WebhookDelivery
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.sqlite import SQLiteStore
@@ -39,7 +37,6 @@ def tune_collector() -> None:
 class BrokerServer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.tokens = settings.tokens
         self.store: Store = (
             SQLiteStore(settings.data_path, settings.sqlite_synchronous)
             if settings.storage == "sqlite" and settings.data_path
@@ -58,6 +55,7 @@ class BrokerServer:
             retry_delay_ms=settings.webhook_retry_delay_ms,
             concurrency=settings.webhook_concurrency,
         )
+        self.runner = CommandRunner(self.broker, self.store, settings.tokens)
         self.connections: set[BrokerProtocol] = set()
         # One packer for every connection: packing is synchronous, so they never interleave.
         self.packer = ReplyPacker()
@@ -66,12 +64,6 @@ class BrokerServer:
         self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
 
-    def authenticate(self, token: Any, session: Session) -> dict[str, Any]:
-        if self.tokens and check_token(token, self.tokens):
-            session.authenticated = True
-            return {"ok": True}
-        return {"ok": False, "error": errors.INVALID_TOKEN}
-
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         tune_collector()
@@ -79,29 +71,33 @@ class BrokerServer:
         # Signals are handled before the port opens: whoever sees the port may stop the server at once.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        if isinstance(self.store, SQLiteStore):
-            self.recover(self.store, loop)
+        self.recover(loop)
         self.deadlines = DeadlineScheduler(loop, self.broker.deadline_handlers())
         self.broker.wake_at = self.deadlines.arm
         for kind, due in self.broker.pending_deadlines():
             self.deadlines.arm(kind, due)
         self.tcp_server = await loop.create_server(
-            lambda: BrokerProtocol(self),
+            self.new_connection,
             self.settings.host,
             self.settings.tcp_port,
             reuse_address=True,
             backlog=1024,
         )
 
-    def recover(self, store: SQLiteStore, loop: asyncio.AbstractEventLoop) -> None:
-        """Read the data file and put every job back before the port opens."""
+    def new_connection(self) -> BrokerProtocol:
+        return BrokerProtocol(self.runner, self.settings, self.packer, self.connections)
+
+    def recover(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read what the store kept and put every job back before the port opens."""
         started = time.perf_counter()
-        snapshot = store.open(states.COMPLETED, self.settings.max_completed_jobs)
-        store.start(loop)
+        snapshot = self.store.open(states.COMPLETED, self.settings.max_completed_jobs)
+        self.store.start(loop)
+        if snapshot is None:
+            return
         counts = restore(self.broker, snapshot)
         log.info(
             "recovered %d jobs from %s in %.2f s (%s)",
-            len(snapshot.jobs), store.path, time.perf_counter() - started,
+            len(snapshot.jobs), self.settings.data_path, time.perf_counter() - started,
             ", ".join(f"{n} {name}" for name, n in counts.items() if n),
         )
 
@@ -136,5 +132,4 @@ class BrokerServer:
         if self.deadlines is not None:
             self.deadlines.cancel()
         await self.webhook_delivery.close()
-        if isinstance(self.store, SQLiteStore):
-            await self.store.close()
+        await self.store.close()

@@ -1,67 +1,64 @@
-"""The TCP listener: framing, the auth gate, rate limits and backpressure. No job rules here.
+"""The TCP listener: length-prefixed frames in, length-prefixed replies out, and backpressure.
 
-One ``asyncio.Protocol`` per connection. Commands that can answer at once are handled inline as their
-frame is cut, and all replies of one read go out in one write; only a command that waits (a long-poll
-pull) becomes a task, and at most ``MAX_IN_FLIGHT`` of them run per connection.
+One ``asyncio.Protocol`` per connection. Each frame goes to the ``CommandRunner`` as it is cut; replies
+that are ready at once are packed as they come and written in chunks, so a read burst of small replies
+costs one write. While the client does not read (the transport's buffer is above its high-water mark)
+frame handling and reading pause: a connection's memory stays bounded by the high-water mark plus one
+reply, however much the client pipelines. Frames beyond ``MAX_IN_FLIGHT`` waiting commands wait their
+turn in a backlog, and reading pauses too once that holds ``BACKLOG_LIMIT`` bytes.
 """
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from collections import deque
-from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.framing import FrameReader, FrameTooLarge
 from bunqueue._core.packer import ReplyPacker
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
-from bunqueue.commands import HANDLERS
 from bunqueue.config import Settings
-from bunqueue.errors import CommandError
-from bunqueue.server.codec import BadFrame, decode_command
 from bunqueue.server.ratelimit import RequestRateLimiter
-from bunqueue.storage import Store
+from bunqueue.server.runner import CommandRunner, Reply, failed
 
 log = logging.getLogger("bunqueue.tcp")
 
 MAX_IN_FLIGHT = 50
-# Reading pauses while this much is queued for a slow reader; the connection is dropped at the hard limit.
+# Frame handling pauses while this much is queued for a slow reader; the connection is dropped past
+# ``tcp_max_write_queue_bytes``.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
-
-
-class BrokerServer(Protocol):
-    """What a connection uses of the running server (``bunqueue.server.app.BrokerServer``)."""
-
-    broker: Broker
-    settings: Settings
-    packer: ReplyPacker
-    store: Store
-    tokens: Any
-    connections: set[BrokerProtocol]
-
-    def authenticate(self, token: Any, session: Session) -> dict[str, Any]: ...
+# Reading also stops while this much of a client's frames waits for its turn (MAX_IN_FLIGHT commands
+# waiting): a small backlog keeps reading, so a client that goes away is noticed at once.
+BACKLOG_LIMIT = 1024 * 1024
+# Packed replies are handed to the transport once they add up to this much, not only at the end of a read.
+WRITE_CHUNK = 256 * 1024
 
 
 class BrokerProtocol(asyncio.Protocol):
-    def __init__(self, server: BrokerServer) -> None:
-        self.server = server
-        self.broker = server.broker
-        self.settings = server.settings
+    def __init__(
+        self,
+        runner: CommandRunner,
+        settings: Settings,
+        packer: ReplyPacker,
+        connections: set[BrokerProtocol],
+    ) -> None:
+        self.runner = runner
+        self.settings = settings
+        self.packer = packer
+        self.connections = connections
         self.reader = FrameReader(errors.MAX_FRAME_BYTES)
-        self.packer: ReplyPacker = server.packer
-        self.store = server.store
-        # Replies held until the commit that makes their change durable: ticket -> replies.
-        self.deferred: dict[asyncio.Future[str | None], list[dict[str, Any]]] = {}
-        self.session = Session(authenticated=not server.tokens)
-        limit = self.settings.rate_limit_max_requests
-        self.limiter = RequestRateLimiter(limit, self.settings.rate_limit_window_ms) if limit > 0 else None
+        self.session = runner.new_session()
+        limit = settings.rate_limit_max_requests
+        self.limiter = RequestRateLimiter(limit, settings.rate_limit_window_ms) if limit > 0 else None
         self.transport: asyncio.Transport | None = None
         self.tasks: set[asyncio.Task[None]] = set()
-        # Frames that arrived while MAX_IN_FLIGHT commands were waiting: handled in order as slots free.
+        # Frames cut but not handled yet, because the client stopped reading or too many commands wait.
         self.backlog: deque[bytes] = deque()
+        self.backlog_bytes = 0
+        self.writing_paused = False
+        # Packed replies not yet handed to the transport, and their size.
+        self.chunks: list[bytes] = []
+        self.chunked = 0
         self.partial_timer: asyncio.TimerHandle | None = None
         # Event frames for this client, written together at the end of the loop turn that made them.
         self.outbox: list[dict[str, Any]] = []
@@ -74,120 +71,93 @@ class BrokerProtocol(asyncio.Protocol):
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)  # type: ignore[attr-defined]
         self.transport = transport  # type: ignore[assignment]
         self.session.deliver = self.deliver_event
-        self.server.connections.add(self)
-        self.broker.counters.connections += 1
+        self.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.broker.counters.connections -= 1
-        self.server.connections.discard(self)
+        self.connections.discard(self)
         if self.partial_timer is not None:
             self.partial_timer.cancel()
-        for task in self.tasks:
-            task.cancel()
         self.backlog.clear()
-        self.broker.release_session(self.session)
+        self.backlog_bytes = 0
+        self.outbox = []
+        self.runner.release(self)
 
     def pause_writing(self) -> None:
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self.writing_paused = True
+        self.throttle()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.closed:
-            self.transport.resume_reading()
+        self.writing_paused = False
+        if not self.closed:
+            self.run_backlog()
 
     # -- frames ------------------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        out: list[dict[str, Any]] = []
         try:
             frames = self.reader.feed(data)
         except FrameTooLarge as exc:
-            for body in exc.frames:
-                self.handle_frame(body, out)
-            out.append({"ok": False, "error": errors.frame_too_large(exc.length)})
-            self.write(out)
+            self.run_frames(exc.frames)
+            self.send([{"ok": False, "error": errors.frame_too_large(exc.length)}])
             if self.transport is not None:
                 self.transport.close()
             return
-        if self.backlog or len(self.tasks) >= MAX_IN_FLIGHT:
-            self.backlog.extend(frames)
+        if self.backlog:
+            self.postpone(frames)
         else:
-            for i, body in enumerate(frames):
-                if len(self.tasks) >= MAX_IN_FLIGHT:
-                    self.backlog.extend(frames[i:])
-                    break
-                self.handle_frame(body, out)
-        if out:
-            self.write(out)
+            self.run_frames(frames)
         self.watch_partial_frame()
 
-    def handle_frame(self, body: bytes, out: list[dict[str, Any]]) -> None:
-        session = self.session
-        session.frame_size = len(body)
-        try:
-            cmd = decode_command(body)
-        except BadFrame as exc:
-            out.append({"ok": False, "error": exc.message})
+    def run_frames(self, frames: list[bytes]) -> None:
+        """Handle frames in order until the connection must wait; keep the rest in the backlog."""
+        runner = self.runner
+        for i, body in enumerate(frames):
+            if self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed:
+                self.postpone(frames[i:])
+                break
+            reply = runner.run_frame(body, self)
+            if reply is not None:
+                self.queue(reply)
+        self.flush()
+
+    def run_backlog(self) -> None:
+        backlog = self.backlog
+        runner = self.runner
+        while backlog and not (self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed):
+            body = backlog.popleft()
+            self.backlog_bytes -= len(body)
+            reply = runner.run_frame(body, self)
+            if reply is not None:
+                self.queue(reply)
+        self.flush()
+        self.throttle()
+
+    def postpone(self, frames: list[bytes]) -> None:
+        self.backlog.extend(frames)
+        self.backlog_bytes += sum(map(len, frames))
+        self.throttle()
+
+    def throttle(self) -> None:
+        """Read only while the client reads its replies and its waiting frames are few."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
             return
-        req_id = cmd.get("reqId")
-        reply = self.dispatch(cmd, session)
-        if type(reply) is not dict:
-            self.spawn(reply, req_id)
-            return
-        if req_id is not None:
-            reply["reqId"] = req_id
-        ticket = self.store.take_ticket()
-        if ticket is None:
-            out.append(reply)
+        if self.writing_paused or self.backlog_bytes > BACKLOG_LIMIT:
+            transport.pause_reading()
         else:
-            self.defer(ticket, reply)
+            transport.resume_reading()
 
-    def dispatch(self, cmd: dict[str, Any], session: Session) -> Any:
-        if self.limiter is not None and not self.limiter.allow():
-            return {"ok": False, "error": errors.RATE_LIMIT_EXCEEDED}
-        name = cmd.get("cmd")
-        if name is None or name == "":
-            return {"ok": False, "error": errors.INVALID_COMMAND}
-        if name == "Auth":
-            return self.server.authenticate(cmd.get("token"), session)
-        if not session.authenticated:
-            return {"ok": False, "error": errors.NOT_AUTHENTICATED}
-        handler = HANDLERS.get(name) if type(name) is str else None
-        if handler is None:
-            return {"ok": False, "error": errors.unknown_command(name)}
-        try:
-            return handler(self.broker, cmd, session)
-        except CommandError as exc:
-            return {"ok": False, "error": exc.message}
-        except Exception:
-            log.exception("command %s failed", name)
-            return {"ok": False, "error": errors.INTERNAL_ERROR}
+    # -- replies that come later -------------------------------------------------------------------
 
-    # -- waiting commands --------------------------------------------------------------------------
+    def deliver(self, replies: list[Reply]) -> None:
+        if not self.closed:
+            self.send(replies)
 
-    def spawn(self, pending: Awaitable[dict[str, Any]], req_id: Any) -> None:
-        task = asyncio.get_running_loop().create_task(self.reply_later(pending, req_id))
-        self.tasks.add(task)
-        task.add_done_callback(self.task_done)
-
-    async def reply_later(self, pending: Awaitable[dict[str, Any]], req_id: Any) -> None:
-        try:
-            reply = await pending
-        except CommandError as exc:
-            reply = {"ok": False, "error": exc.message}
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("waiting command failed")
-            reply = {"ok": False, "error": errors.INTERNAL_ERROR}
-        if req_id is not None:
-            reply["reqId"] = req_id
-        ticket = self.store.take_ticket()
-        if ticket is not None:
-            self.defer(ticket, reply)
-        elif not self.closed:
-            self.write([reply])
+    def task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not self.closed:
+            self.run_backlog()
 
     def deliver_event(self, frame: dict[str, Any]) -> None:
         if self.closed:
@@ -199,62 +169,46 @@ class BrokerProtocol(asyncio.Protocol):
     def flush_events(self) -> None:
         frames, self.outbox = self.outbox, []
         if frames and not self.closed:
-            self.write(frames)
-
-    def defer(self, ticket: asyncio.Future[str | None], reply: dict[str, Any]) -> None:
-        held = self.deferred.get(ticket)
-        if held is None:
-            self.deferred[ticket] = [reply]
-            ticket.add_done_callback(self.committed)
-        else:
-            held.append(reply)
-
-    def committed(self, ticket: asyncio.Future[str | None]) -> None:
-        replies = self.deferred.pop(ticket, [])
-        failure = ticket.result()
-        if failure is not None:
-            # The change is kept and retried, but it is not durable yet: say so rather than acknowledge.
-            replies = [_failed(reply, failure) for reply in replies]
-        if not self.closed:
-            self.write(replies)
-
-    def task_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        if not self.backlog or self.closed:
-            return
-        out: list[dict[str, Any]] = []
-        while self.backlog and len(self.tasks) < MAX_IN_FLIGHT:
-            self.handle_frame(self.backlog.popleft(), out)
-        if out:
-            self.write(out)
+            self.send(frames)
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def write(self, replies: list[dict[str, Any]]) -> None:
+    def pack(self, reply: Reply) -> bytes:
+        try:
+            return self.packer.frame(reply)
+        except Exception:
+            # A reply that cannot be encoded costs only itself: its client learns so under its reqId
+            # (always encodable: the runner refuses any other).
+            log.warning("a reply could not be encoded", exc_info=True)
+            return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
+
+    def send(self, replies: list[Reply]) -> None:
+        for reply in replies:
+            self.queue(reply)
+        self.flush()
+
+    def queue(self, reply: Reply) -> None:
+        """Pack a reply for the next write; write at once when the packed replies add up to a chunk."""
+        data = self.pack(reply)
+        self.chunks.append(data)
+        self.chunked += len(data)
+        if self.chunked >= WRITE_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        chunks = self.chunks
+        if not chunks:
+            return
+        self.chunks = []
+        self.chunked = 0
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        try:
-            data = self.packer.frames(replies)
-        except (TypeError, ValueError, OverflowError):
-            # A reply that cannot be encoded (a result nested too deeply, say) must not cost the others.
-            log.exception("a reply could not be encoded")
-            data = self.packer.frames([self.encodable(reply) for reply in replies])
-        transport.write(data)
+        transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         limit = self.settings.tcp_max_write_queue_bytes
         if limit and transport.get_write_buffer_size() > limit:
             log.warning("closing a connection whose unsent replies exceed %d bytes", limit)
             transport.abort()
-
-    def encodable(self, reply: dict[str, Any]) -> dict[str, Any]:
-        try:
-            self.packer.pack(reply)
-            return reply
-        except (TypeError, ValueError, OverflowError):
-            failed = {"ok": False, "error": errors.INTERNAL_ERROR}
-            if "reqId" in reply:
-                failed["reqId"] = reply["reqId"]
-            return failed
 
     def watch_partial_frame(self) -> None:
         """Close a connection that leaves a frame half-sent for longer than the idle timeout."""
@@ -275,22 +229,3 @@ class BrokerProtocol(asyncio.Protocol):
         if self.transport is not None and self.reader.buffered:
             log.info("closing a connection idle in the middle of a frame")
             self.transport.abort()
-
-
-def _failed(reply: dict[str, Any], error: str) -> dict[str, Any]:
-    failed: dict[str, Any] = {"ok": False, "error": error}
-    if "reqId" in reply:
-        failed["reqId"] = reply["reqId"]
-    return failed
-
-
-def check_token(token: Any, tokens: frozenset[str]) -> bool:
-    if type(token) is not str:
-        return False
-    given = token.encode()
-    # Constant-time compare against every token, so timing tells nothing about which one nearly matched.
-    found = False
-    for candidate in tokens:
-        if hmac.compare_digest(given, candidate.encode()):
-            found = True
-    return found

@@ -10,11 +10,25 @@ import asyncio
 from typing import Any, Protocol
 
 from bunqueue._core.jobs import Job
+from bunqueue.storage.schema import Snapshot
 
 
 class Store(Protocol):
     # Whether rows outlive the process: a completed job evicted from memory is still on disk.
     persistent: bool
+
+    def open(self, completed_state: int, keep_completed: int) -> Snapshot | None:
+        """Prepare the store before the loop serves anyone; what it kept, or None when it keeps nothing.
+
+        ``keep_completed`` is how many of the newest completed jobs (``completed_state``) come back.
+        """
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Begin accepting notifications on ``loop``."""
+
+    async def close(self) -> None:
+        """Make everything notified so far durable, then stop."""
+
     @property
     def status(self) -> dict[str, Any]:
         """StorageStatus: {diskFull, error, since}; error is None while writes succeed."""
@@ -54,6 +68,9 @@ class Store(Protocol):
     def queue_removed(self, queue: str) -> None:
         """Obliterate: every row of the queue goes, including those no longer held in memory."""
 
+    def group_changed(self, queue: str, group_id: str, controls: dict[str, Any] | None) -> None:
+        """A group's stored controls (concurrency, rate limit, pause) changed; None = no controls."""
+
     def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
         """A webhook was registered or changed (its record), or removed (None)."""
 
@@ -69,6 +86,15 @@ class MemoryStore:
 
     __slots__ = ()
     persistent = False
+
+    def open(self, completed_state: int, keep_completed: int) -> None:
+        return None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
 
     @property
     def status(self) -> dict[str, Any]:
@@ -102,6 +128,9 @@ class MemoryStore:
         pass
 
     def queue_removed(self, queue: str) -> None:
+        pass
+
+    def group_changed(self, queue: str, group_id: str, controls: dict[str, Any] | None) -> None:
         pass
 
     def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:

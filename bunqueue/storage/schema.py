@@ -10,7 +10,7 @@ import msgpack
 
 from bunqueue._core.jobs import Job
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Each entry upgrades the file from the version before it; entry N brings it to version N.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -27,8 +27,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE TABLE IF NOT EXISTS dlq (job_id TEXT PRIMARY KEY, queue TEXT NOT NULL, entry BLOB NOT NULL)",
         "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, settings BLOB NOT NULL)",
     ),
+    2: (
+        # Stored group controls (SetGroupConcurrency, SetGroupRateLimit, PauseGroup); runtime windows are
+        # not kept.
+        (
+            "CREATE TABLE IF NOT EXISTS group_controls (queue TEXT NOT NULL, group_id TEXT NOT NULL,"
+            " controls BLOB NOT NULL, PRIMARY KEY (queue, group_id))"
+        ),
+    ),
     # Webhook registrations (AddWebhook): url, events, queue, secret, createdAt, enabled (MessagePack).
-    2: ("CREATE TABLE IF NOT EXISTS webhooks (id TEXT PRIMARY KEY, record BLOB NOT NULL)",),
+    3: ("CREATE TABLE IF NOT EXISTS webhooks (id TEXT PRIMARY KEY, record BLOB NOT NULL)",),
 }
 
 SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -89,6 +97,7 @@ class Snapshot:
     dlq: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     completed_counts: dict[str, int] = field(default_factory=dict)
+    groups: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     webhooks: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -114,6 +123,8 @@ def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed
         snap.dlq.append((queue, unpack(blob)))
     for name, blob in conn.execute("SELECT name, settings FROM queues"):
         snap.queues[name] = unpack(blob)
+    for queue, group_id, blob in conn.execute("SELECT queue, group_id, controls FROM group_controls"):
+        snap.groups.append((queue, group_id, unpack(blob)))
     for (blob,) in conn.execute("SELECT record FROM webhooks ORDER BY rowid"):
         snap.webhooks.append(unpack(blob))
     return snap

@@ -41,6 +41,7 @@ class Batch:
         "deleted",
         "dlq",
         "dlq_deleted",
+        "groups",
         "jobs",
         "queues",
         "queues_removed",
@@ -63,6 +64,8 @@ class Batch:
         self.dlq: dict[str, tuple[str, dict[str, Any]]] = {}
         self.dlq_deleted: set[str] = set()
         self.queues: dict[str, dict[str, Any] | None] = {}
+        # Group controls by (queue, group id); None deletes the row.
+        self.groups: dict[tuple[str, str], dict[str, Any] | None] = {}
         # Webhook records by id; None deletes the row.
         self.webhooks: dict[str, dict[str, Any] | None] = {}
         # Resolves with None once committed, or with the error text when the commit failed.
@@ -71,7 +74,7 @@ class Batch:
     def __bool__(self) -> bool:
         return bool(
             self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
-            or self.dlq_deleted or self.queues or self.queues_removed or self.webhooks
+            or self.dlq_deleted or self.queues or self.queues_removed or self.groups or self.webhooks
         )
 
     def rows(self) -> tuple[Any, ...]:
@@ -86,8 +89,14 @@ class Batch:
         results_deleted = [(job_id,) for job_id in self.results_deleted]
         dlq_deleted = [(job_id,) for job_id in self.dlq_deleted]
         removed = [(name,) for name in self.queues_removed]
-        hooks = [(hook_id, schema.pack(r) if r is not None else None) for hook_id, r in self.webhooks.items()]
-        return removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues, hooks
+        groups = [(q, g, schema.pack(c)) for (q, g), c in self.groups.items() if c is not None]
+        groups_cleared = [key for key, c in self.groups.items() if c is None]
+        hooks = [(hook_id, schema.pack(r)) for hook_id, r in self.webhooks.items() if r is not None]
+        hooks_removed = [(hook_id,) for hook_id, r in self.webhooks.items() if r is None]
+        return (
+            removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
+            groups_cleared, groups, hooks_removed, hooks,
+        )
 
     def merge_under(self, newer: Batch) -> None:
         """Put this failed batch's changes back under ``newer``: what ``newer`` changed since wins."""
@@ -116,6 +125,8 @@ class Batch:
                 newer.dlq_deleted.add(job_id)
         for name, settings in self.queues.items():
             newer.queues.setdefault(name, settings)
+        for key, controls in self.groups.items():
+            newer.groups.setdefault(key, controls)
         for hook_id, record in self.webhooks.items():
             newer.webhooks.setdefault(hook_id, record)
 
@@ -127,13 +138,17 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
-    removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues, hooks = rows
+    (
+        removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
+        groups_cleared, groups, hooks_removed, hooks,
+    ) = rows
     conn.execute("BEGIN IMMEDIATE")
     try:
         if removed:
             conn.executemany("DELETE FROM results WHERE job_id IN (SELECT id FROM jobs WHERE queue = ?)", removed)
             conn.executemany("DELETE FROM jobs WHERE queue = ?", removed)
             conn.executemany("DELETE FROM dlq WHERE queue = ?", removed)
+            conn.executemany("DELETE FROM group_controls WHERE queue = ?", removed)
         if deleted:
             conn.executemany("DELETE FROM jobs WHERE id = ?", deleted)
             conn.executemany("DELETE FROM results WHERE job_id = ?", deleted)
@@ -159,15 +174,16 @@ def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
             conn.executemany("DELETE FROM queues WHERE name = ?", cleared)
         if queues:
             conn.executemany("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)", queues)
-        for hook_id, blob in hooks:
-            if blob is None:
-                conn.execute("DELETE FROM webhooks WHERE id = ?", (hook_id,))
-            else:
-                conn.execute(
-                    "INSERT INTO webhooks (id, record) VALUES (?, ?)"
-                    " ON CONFLICT(id) DO UPDATE SET record = excluded.record",
-                    (hook_id, blob),
-                )
+        if groups_cleared:
+            conn.executemany("DELETE FROM group_controls WHERE queue = ? AND group_id = ?", groups_cleared)
+        if groups:
+            conn.executemany(
+                "INSERT OR REPLACE INTO group_controls (queue, group_id, controls) VALUES (?, ?, ?)", groups
+            )
+        if hooks_removed:
+            conn.executemany("DELETE FROM webhooks WHERE id = ?", hooks_removed)
+        if hooks:
+            conn.executemany("INSERT OR REPLACE INTO webhooks (id, record) VALUES (?, ?)", hooks)
         conn.execute("COMMIT")
     except BaseException:
         # SQLite rolls back by itself on some errors (a full disk): roll back only what is still open,
@@ -425,6 +441,10 @@ class SQLiteStore:
 
     def queue_changed(self, queue: str, settings: dict[str, Any] | None) -> None:
         self._changed().queues[queue] = settings
+        self.must_wait = True
+
+    def group_changed(self, queue: str, group_id: str, controls: dict[str, Any] | None) -> None:
+        self._changed().groups[(queue, group_id)] = controls
         self.must_wait = True
 
     def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:

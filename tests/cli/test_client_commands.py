@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import ServerProcess
+
+from bunqueue._testbase.server import ServerProcess, free_port
 
 BUNQUEUE = Path(sys.executable).parent / "bunqueue"
 
@@ -87,8 +88,6 @@ def test_usage_errors_exit_2_and_send_nothing(server: ServerProcess) -> None:
 
 
 def test_unreachable_server_is_a_clear_message_not_a_traceback() -> None:
-    from harness import free_port
-
     proc = run(None, "ping", port=free_port())
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: cannot reach the server at 127.0.0.1:")
@@ -137,7 +136,5 @@ def test_health_and_doctor_report_checks_and_dead_letters() -> None:
 
 @pytest.mark.parametrize("words", [("--version",), ("version",)])
 def test_version_without_a_server_still_answers(words: tuple[str, ...]) -> None:
-    from harness import free_port
-
     proc = run(None, *words, port=free_port())
     assert proc.returncode == 0 and "bunqueue" in proc.stdout

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ServerProcess, free_port
+from bunqueue._testbase.server import ServerProcess, free_port
 
 HOST = "127.0.0.1"
 TOKEN = "compat-token"

@@ -4,8 +4,8 @@ import itertools
 from collections.abc import AsyncIterator
 
 import pytest
-from harness import ServerProcess
 
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import Connection, connect
 
 _names = itertools.count()

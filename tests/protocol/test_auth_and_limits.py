@@ -4,7 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from harness import RawClient, ServerProcess
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness import ServerProcess
-
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import Connection, connect
 
 

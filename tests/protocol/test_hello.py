@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from harness import RawClient
+from bunqueue._testbase.frames import RawClient
 
 
 def test_hello_states_what_the_server_speaks(raw: RawClient) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import msgpack
 import pytest
-from harness import RawClient
 
+from bunqueue._testbase.frames import RawClient
 from bunqueue.errors import MAX_VALUE_DEPTH
 
 TIMESTAMP = b"\xd6\xff\x00\x00\x00\x01"  # msgpack timestamp 32: one second after the epoch

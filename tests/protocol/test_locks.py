@@ -6,8 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from harness import ServerProcess, call
 
+from bunqueue._testbase.frames import call
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import Connection, connect
 
 LOCK_NOT_FOUND = "Lock not found or invalid token"

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import call
 
+from bunqueue._testbase.frames import call
 from bunqueue.client import Connection
 
 

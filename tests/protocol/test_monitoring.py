@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from harness import ServerProcess, error_of, ok
 from prometheus_client.parser import text_string_to_metric_families
 
+from bunqueue._testbase.frames import error_of, ok
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import Connection, connect
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness import ServerProcess
 
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import Connection, connect
 
 

@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from harness import call
 
+from bunqueue._testbase.frames import call
 from bunqueue.client import Connection
 
 

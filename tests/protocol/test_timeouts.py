@@ -5,8 +5,7 @@ import asyncio
 import time
 from typing import Any
 
-from harness import call
-
+from bunqueue._testbase.frames import call
 from bunqueue.client import Connection
 
 FINALIZED = {"ok": True, "data": {"applied": False, "reason": "already-finalized"}}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 
 import msgpack
-from harness import RawClient
+
+from bunqueue._testbase.frames import RawClient
 
 UNDEFINED = msgpack.ExtType(0, b"\x00")
 

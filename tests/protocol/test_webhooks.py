@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from harness import ServerProcess, error_of, free_port, ok
 from prometheus_client.parser import text_string_to_metric_families
 
+from bunqueue._testbase.frames import error_of, ok
+from bunqueue._testbase.server import ServerProcess, free_port
 from bunqueue.client import Connection, connect
 
 ALL_EVENTS = ["job.pushed", "job.started", "job.completed", "job.failed", "job.progress"]

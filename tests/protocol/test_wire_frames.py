@@ -6,7 +6,9 @@ import time
 
 import msgpack
 import pytest
-from harness import RawClient, ServerProcess
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 
 
 def frame(obj: object) -> bytes:

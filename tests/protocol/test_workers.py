@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness import RawClient, ServerProcess
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 
 EMPTY_STATS = {
     "total": 0,

@@ -19,10 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness import ServerProcess
-
+from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import connect
 
 QUEUE = "crash"

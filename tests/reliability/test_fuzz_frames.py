@@ -1,14 +1,18 @@
 """Random and mangled frames: each gets an error or a close on its own connection, never a crash."""
 from __future__ import annotations
 
+import itertools
 import random
 import socket
 import struct
 
 import msgpack
-from harness import RawClient, ServerProcess
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.fuzzer import FuzzConnection, Verdict, batches
+from bunqueue._testbase.server import ServerProcess
 
 COMMANDS = ["PUSH", "PUSHB", "PULL", "PULLB", "ACK", "ACKB", "FAIL", "GetJob", "GetJobs", "Clean", "Dlq",
             "RetryDlq", "ExtendLocks", "RateLimit", "RegisterWorker", "SubscribeEvents", "WaitJob", "Ping"]
@@ -64,3 +68,21 @@ def test_random_bytes_leave_other_connections_alone(server: ServerProcess) -> No
             _send(sock, mangled[:cut])
     assert watcher.call({"cmd": "Count", "queue": "fz"})["count"] == 0
     watcher.close()
+
+_queues = itertools.count()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batch=batches(8))
+def test_hostile_fields_cost_no_other_reply_and_no_job(server: ServerProcess, batch: list[bytes]) -> None:
+    """Nested, ext-typed, non-finite and oversized values in every command's fields, and as reqIds."""
+    fuzz = FuzzConnection(server.addr, f"fz-healthy-{next(_queues)}")
+    verdict = Verdict()
+    try:
+        fuzz.run(batch, verdict, settle=0.05)
+    finally:
+        fuzz.close()
+    assert verdict.hangs == 0 and verdict.silent_closes == 0
+    assert verdict.replies == verdict.frames and verdict.extra_replies == 0
+    assert verdict.internal_errors == []
+    assert verdict.lost_jobs == 0

@@ -6,7 +6,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from harness import RawClient, ServerProcess
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
 
 
 def start(data: Path) -> ServerProcess:

@@ -1,13 +1,9 @@
-"""A real server in a subprocess on free ports, and a raw-frame socket for byte-level tests."""
+"""A raw-frame socket for byte-level tests, and the reply helper for client-level ones."""
 from __future__ import annotations
 
-import os
 import socket
 import struct
-import subprocess
-import sys
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -16,59 +12,9 @@ if TYPE_CHECKING:
     from bunqueue.client import Connection
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerProcess:
-    """``python -m bunqueue start`` on loopback, stopped with SIGTERM."""
-
-    def __init__(self, env: Mapping[str, str] | None = None, args: list[str] | None = None) -> None:
-        self.port = free_port()
-        self.http_port = free_port()
-        self.env = dict(os.environ)
-        self.env.update(env or {})
-        self.args = args or []
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def addr(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
-
-    def start(self, timeout: float = 15.0) -> ServerProcess:
-        cmd = [
-            sys.executable, "-m", "bunqueue", "start", "--host", "127.0.0.1",
-            "--tcp-port", str(self.port), "--http-port", str(self.http_port), *self.args,
-        ]
-        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                _, err = self.proc.communicate()
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {err.decode()}")
-            try:
-                socket.create_connection(self.addr, timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("server did not start listening")
-
-    def stop(self, timeout: float = 10.0) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.terminate()
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-
-    def stderr(self) -> str:
-        assert self.proc is not None and self.proc.stderr is not None
-        return self.proc.stderr.read().decode()
+def frame(body: bytes) -> bytes:
+    """``body`` behind its 4-byte big-endian length."""
+    return struct.pack(">I", len(body)) + body
 
 
 def _ext(code: int, data: bytes) -> Any:
@@ -87,10 +33,13 @@ class RawClient:
 
     def send(self, obj: Any) -> None:
         body = msgpack.packb(obj, use_bin_type=True)
-        self.sock.sendall(struct.pack(">I", len(body)) + body)
+        self.sock.sendall(frame(body))
 
-    def raw_frame(self) -> bytes:
+    def raw_frame(self, deadline: float | None = None) -> bytes:
+        """The next frame's body; by ``deadline`` (``time.monotonic()``) if given, else TimeoutError."""
         while len(self.buf) < 4 or len(self.buf) < 4 + struct.unpack(">I", self.buf[:4])[0]:
+            if deadline is not None:
+                self.sock.settimeout(max(0.01, deadline - time.monotonic()))
             chunk = self.sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionError("closed by server")

@@ -1,0 +1,65 @@
+"""A real server in a subprocess on free loopback ports."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess:
+    """``python -m bunqueue start`` on loopback, stopped with SIGTERM."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, args: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.http_port = free_port()
+        self.env = dict(os.environ)
+        self.env.update(env or {})
+        self.args = args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def addr(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    def start(self, timeout: float = 60.0) -> ServerProcess:
+        cmd = [
+            sys.executable, "-m", "bunqueue", "start", "--host", "127.0.0.1",
+            "--tcp-port", str(self.port), "--http-port", str(self.http_port), *self.args,
+        ]
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                _, err = self.proc.communicate()
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {err.decode()}")
+            try:
+                socket.create_connection(self.addr, timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server did not start listening")
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def stderr(self) -> str:
+        assert self.proc is not None and self.proc.stderr is not None
+        return self.proc.stderr.read().decode()

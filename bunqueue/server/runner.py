@@ -1,0 +1,200 @@
+"""Running a command for any transport: rate limit, auth gate, lookup, errors, ``reqId``, durable replies.
+
+A listener (TCP today, HTTP or WebSocket later) only turns bytes into requests and replies into bytes. It
+hands each request to ``CommandRunner`` and writes what comes back; a reply that is not ready at once (a
+long-poll, or a change that must reach the disk first) arrives later through ``Client.deliver``.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+from bunqueue import errors
+from bunqueue.broker.broker import Broker
+from bunqueue.broker.session import Session
+from bunqueue.commands import HANDLERS
+from bunqueue.errors import BadFrame, CommandError
+from bunqueue.server.codec import decode_command
+from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.storage import Store
+
+__all__ = ["HANDLERS", "Client", "CommandRunner", "Reply", "check_token", "failed"]
+
+log = logging.getLogger("bunqueue.runner")
+
+Reply = dict[str, Any]
+# The reqId types that go back out exactly as they came in; anything else is refused before the command
+# runs, so a reply can never fail to be written because of the id it echoes.
+ECHOABLE_REQ_IDS = frozenset({str, int, float, bool, bytes})
+
+
+class Client(Protocol):
+    """One client connection, whatever its transport, as the runner sees it."""
+
+    session: Session
+    limiter: RequestRateLimiter | None
+    # Commands of this client that wait (long-polls): cancelled when it goes.
+    tasks: set[asyncio.Task[None]]
+    closed: bool
+
+    def deliver(self, replies: list[Reply]) -> None:
+        """Replies that were not ready when their command returned."""
+
+    def task_done(self, task: asyncio.Task[None]) -> None:
+        """A waiting command of this client finished (its reply has been delivered)."""
+
+
+class CommandRunner:
+    """Runs decoded requests against the broker; shared by every connection of every listener."""
+
+    def __init__(self, broker: Broker, store: Store, tokens: frozenset[str]) -> None:
+        self.broker = broker
+        self.store = store
+        self.tokens = tokens
+        self.handlers = HANDLERS
+        # Replies held until the commit that makes their change durable: ticket -> client -> replies.
+        self.held: dict[asyncio.Future[str | None], dict[Client, list[Reply]]] = {}
+
+    def new_session(self) -> Session:
+        """A client connected (released with ``release``): Metrics counts it as an active connection."""
+        self.broker.counters.connections += 1
+        return Session(authenticated=not self.tokens)
+
+    def run_frame(self, body: bytes, client: Client) -> Reply | None:
+        """The reply to one MessagePack frame, or None when it will come through ``client.deliver``."""
+        limiter = client.limiter
+        # Counted before decoding: undecodable frames cost their sender's budget like any other.
+        allowed = limiter is None or limiter.allow()
+        client.session.frame_size = len(body)
+        try:
+            request = decode_command(body)
+        except BadFrame as exc:
+            return {"ok": False, "error": exc.message}
+        except Exception:
+            # Decoded, but too deep or too odd for the codec's own passes (a RecursionError, say).
+            log.debug("a frame could not be decoded", exc_info=True)
+            return {"ok": False, "error": errors.INVALID_COMMAND_FORMAT}
+        return self.run(request, client, allowed)
+
+    def run(self, request: dict[str, Any], client: Client, allowed: bool = True) -> Reply | None:
+        """The reply to one decoded request, or None when it will come through ``client.deliver``."""
+        req_id = request.get("reqId")
+        if req_id is not None and type(req_id) not in ECHOABLE_REQ_IDS:
+            return {"ok": False, "error": errors.INVALID_REQ_ID}
+        try:
+            reply = self.dispatch(request, client.session, allowed)
+        except Exception:
+            log.exception("command failed")
+            reply = {"ok": False, "error": errors.INTERNAL_ERROR}
+        if type(reply) is not dict:
+            self.wait(reply, req_id, client)
+            return None
+        if req_id is not None:
+            reply["reqId"] = req_id
+        ticket = self.store.take_ticket()
+        if ticket is None:
+            return reply
+        self.hold(ticket, reply, client)
+        return None
+
+    def dispatch(self, request: dict[str, Any], session: Session, allowed: bool) -> Any:
+        if not allowed:
+            return {"ok": False, "error": errors.RATE_LIMIT_EXCEEDED}
+        name = request.get("cmd")
+        if name is None or name == "":
+            return {"ok": False, "error": errors.INVALID_COMMAND}
+        if name == "Auth":
+            return self.authenticate(request.get("token"), session)
+        if not session.authenticated:
+            return {"ok": False, "error": errors.NOT_AUTHENTICATED}
+        handler = self.handlers.get(name) if type(name) is str else None
+        if handler is None:
+            return {"ok": False, "error": errors.unknown_command(name)}
+        try:
+            return handler(self.broker, request, session)
+        except CommandError as exc:
+            return {"ok": False, "error": exc.message}
+
+    def authenticate(self, token: Any, session: Session) -> Reply:
+        if self.tokens and check_token(token, self.tokens):
+            session.authenticated = True
+            return {"ok": True}
+        return {"ok": False, "error": errors.INVALID_TOKEN}
+
+    def release(self, client: Client) -> None:
+        """The client is gone: stop its waiting commands and return the jobs it held."""
+        for task in client.tasks:
+            task.cancel()
+        self.broker.release_session(client.session)
+        self.broker.counters.connections -= 1
+
+    # -- replies that come later -------------------------------------------------------------------
+
+    def wait(self, pending: Awaitable[Reply], req_id: Any, client: Client) -> None:
+        task = asyncio.get_running_loop().create_task(self.reply_later(pending, req_id, client))
+        client.tasks.add(task)
+        task.add_done_callback(client.task_done)
+
+    async def reply_later(self, pending: Awaitable[Reply], req_id: Any, client: Client) -> None:
+        try:
+            reply = await pending
+        except CommandError as exc:
+            reply = {"ok": False, "error": exc.message}
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("waiting command failed")
+            reply = {"ok": False, "error": errors.INTERNAL_ERROR}
+        if req_id is not None:
+            reply["reqId"] = req_id
+        ticket = self.store.take_ticket()
+        if ticket is not None:
+            self.hold(ticket, reply, client)
+        elif not client.closed:
+            client.deliver([reply])
+
+    def hold(self, ticket: asyncio.Future[str | None], reply: Reply, client: Client) -> None:
+        waiting = self.held.get(ticket)
+        if waiting is None:
+            self.held[ticket] = {client: [reply]}
+            ticket.add_done_callback(self.committed)
+            return
+        replies = waiting.get(client)
+        if replies is None:
+            waiting[client] = [reply]
+        else:
+            replies.append(reply)
+
+    def committed(self, ticket: asyncio.Future[str | None]) -> None:
+        waiting = self.held.pop(ticket, {})
+        failure = ticket.result()
+        for client, replies in waiting.items():
+            if client.closed:
+                continue
+            if failure is not None:
+                # The change is kept and retried, but it is not durable yet: say so rather than acknowledge.
+                replies = [failed(reply, failure) for reply in replies]
+            client.deliver(replies)
+
+
+def failed(reply: Reply, error: str) -> Reply:
+    """An error reply in place of ``reply``, keeping its reqId."""
+    out: Reply = {"ok": False, "error": error}
+    if "reqId" in reply:
+        out["reqId"] = reply["reqId"]
+    return out
+
+
+def check_token(token: Any, tokens: frozenset[str]) -> bool:
+    if type(token) is not str:
+        return False
+    given = token.encode()
+    # Constant-time compare against every token, so timing tells nothing about which one nearly matched.
+    found = False
+    for candidate in tokens:
+        if hmac.compare_digest(given, candidate.encode()):
+            found = True
+    return found
