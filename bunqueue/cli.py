@@ -132,15 +132,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        _ = settings.storage
+        _ = settings.storage, settings.tls_files
     except ValueError as exc:
         parser.error(str(exc))
     configure_logging(settings)
+    from bunqueue.server.tls import TlsConfigError
     from bunqueue.storage.schema import StorageError
 
     try:
         _run(settings)
     except StorageError as exc:
         logging.getLogger("bunqueue").error("cannot open the data file: %s", exc)
+        return 1
+    except TlsConfigError as exc:
+        logging.getLogger("bunqueue").error("cannot start TLS: %s", exc)
         return 1
     return 0

@@ -23,7 +23,8 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("host", ("HOST",), "0.0.0.0", str, "bind address", "--host"),
     Option("tcp_port", ("TCP_PORT",), 6789, int, "TCP (MessagePack) port", "--tcp-port"),
-    Option("http_port", ("HTTP_PORT",), 6790, int, "HTTP port (reserved: no HTTP API yet)", "--http-port"),
+    Option("http_port", ("HTTP_PORT",), 6790, int, "HTTP port (health, Prometheus, REST, SSE, WebSocket)",
+           "--http-port"),
     Option(
         "data_path",
         ("BUNQUEUE_DATA_PATH", "BQ_DATA_PATH", "DATA_PATH", "SQLITE_PATH"),
@@ -47,6 +48,11 @@ OPTIONS: tuple[Option, ...] = (
         "SQLite sync level: NORMAL (survives a process crash) or FULL (also a power loss)",
     ),
     Option("auth_tokens", ("AUTH_TOKENS",), "", str, "comma-separated auth tokens", "--auth-tokens"),
+    Option("tls_cert", ("TLS_CERT_FILE",), None, str, "PEM certificate: TLS on the TCP and HTTP ports", "--tls-cert"),
+    Option("tls_key", ("TLS_KEY_FILE",), None, str, "PEM private key for --tls-cert", "--tls-key"),
+    Option("cors_allow_origin", ("CORS_ALLOW_ORIGIN",), "", str,
+           "HTTP Access-Control-Allow-Origin: comma-separated origins, or *"),
+    Option("metrics_auth", ("METRICS_AUTH",), "false", str, "true: /prometheus needs a token too"),
     Option(
         "max_completed_jobs",
         ("BUNQUEUE_MAX_COMPLETED_JOBS", "MAX_COMPLETED_JOBS"),
@@ -110,6 +116,10 @@ class Settings:
     storage_driver: str | None = None
     sqlite_synchronous: str = "NORMAL"
     auth_tokens: str = ""
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    cors_allow_origin: str = ""
+    metrics_auth: str = "false"
     max_completed_jobs: int = 50000
     rate_limit_max_requests: int = 10000
     rate_limit_window_ms: int = 60000
@@ -138,6 +148,27 @@ class Settings:
         if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL"):
             raise ValueError(f"BUNQUEUE_SQLITE_SYNCHRONOUS must be NORMAL or FULL, got {self.sqlite_synchronous!r}")
         return driver
+
+    @property
+    def tls_files(self) -> tuple[str, str] | None:
+        """(certificate, key) when TLS is on; one without the other is a configuration error."""
+        if not self.tls_cert and not self.tls_key:
+            return None
+        if not self.tls_key:
+            raise ValueError("TLS misconfigured: --tls-cert (TLS_CERT_FILE) is set but --tls-key (TLS_KEY_FILE) is not")
+        if not self.tls_cert:
+            raise ValueError("TLS misconfigured: --tls-key (TLS_KEY_FILE) is set but --tls-cert (TLS_CERT_FILE) is not")
+        return self.tls_cert, self.tls_key
+
+    @property
+    def cors_origin(self) -> str:
+        """The one Access-Control-Allow-Origin value: `*` if listed, else the origins joined."""
+        origins = [o.strip() for o in self.cors_allow_origin.split(",") if o.strip()]
+        return "*" if "*" in origins else ", ".join(origins)
+
+    @property
+    def metrics_need_token(self) -> bool:
+        return self.metrics_auth.strip().lower() == "true"
 
     @property
     def tokens(self) -> frozenset[str]:

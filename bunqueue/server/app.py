@@ -6,6 +6,7 @@ import gc
 import logging
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.broker import states
@@ -16,9 +17,13 @@ from bunqueue.config import Settings
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
+from bunqueue.server.tls import server_context
 from bunqueue.server.webhooks import WebhookDelivery
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from bunqueue.server.http.listener import HttpListener
 
 log = logging.getLogger("bunqueue")
 
@@ -60,6 +65,7 @@ class BrokerServer:
         # One packer for every connection: packing is synchronous, so they never interleave.
         self.packer = ReplyPacker()
         self.tcp_server: asyncio.base_events.Server | None = None
+        self.http: HttpListener | None = None
         # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits, DLQ).
         self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
@@ -76,12 +82,21 @@ class BrokerServer:
         self.broker.wake_at = self.deadlines.arm
         for kind, due in self.broker.pending_deadlines():
             self.deadlines.arm(kind, due)
+        tls = self.settings.tls_files
+        ssl_context = server_context(*tls) if tls else None
+        # HTTP first: a client that sees the TCP port open may use the HTTP port at once.
+        if self.settings.http_port:
+            from bunqueue.server.http.listener import HttpListener
+
+            self.http = HttpListener(self.settings, self.runner, lambda: len(self.connections))
+            await self.http.start(ssl_context)
         self.tcp_server = await loop.create_server(
             self.new_connection,
             self.settings.host,
             self.settings.tcp_port,
             reuse_address=True,
             backlog=1024,
+            ssl=ssl_context,
         )
 
     def new_connection(self) -> BrokerProtocol:
@@ -129,6 +144,8 @@ class BrokerServer:
                 conn.transport.close()
         if self.tcp_server is not None:
             await self.tcp_server.wait_closed()
+        if self.http is not None:
+            await self.http.close()
         if self.deadlines is not None:
             self.deadlines.cancel()
         await self.webhook_delivery.close()

@@ -1,0 +1,248 @@
+"""Server-Sent Events (`/events`, `/events/queues/:q`) and the WebSocket channel (`/ws`, `/ws/queues/:q`).
+
+Both hang off one `EventFeed`, which the broker's event hub calls for every job event and the server for
+system events (`client:connected`, `queue:created`, ...). SSE messages carry one id counter per server and
+the last 1000 job events are kept for `Last-Event-ID` replay. A WebSocket runs any protocol command
+through the shared runner (its pulled jobs belong to it and return when it closes) and receives either
+every job event of its filter as the raw event object, or, after `Subscribe`, the named events only.
+"""
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from bunqueue.server.http.encoding import dumps
+from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import CommandRunner
+
+Event = dict[str, Any]
+MAX_CLIENTS = 1000
+REPLAY_EVENTS = 1000
+WS_MAX_MESSAGE = 1024 * 1024
+WS_IDLE_TIMEOUT_S = 120.0
+HEARTBEAT_S = 30.0
+# How a job event's type reads on a stream: a pulled job is "active" there.
+STREAM_NAMES = {"pulled": "active"}
+EVENT_FIELDS = ("error", "progress", "prev", "delay")
+SUBSCRIBABLE = (
+    "job:pushed", "job:active", "job:completed", "job:failed", "job:progress", "job:stalled", "job:removed",
+    "job:delayed", "job:duplicated", "job:retried", "job:waiting-children", "job:paused", "job:resumed",
+    "queue:created", "queue:paused", "queue:resumed", "queue:drained", "queue:obliterated", "queue:removed",
+    "queue:counts", "client:connected", "worker:connected", "worker:disconnected", "cron:created", "cron:deleted",
+    "webhook:added", "webhook:removed", "webhook:enabled", "webhook:disabled", "stats:snapshot", "health:status",
+    "storage:status", "memory:compacted",
+)
+
+
+def stream_name(event: Event) -> str:
+    kind = str(event.get("eventType"))
+    return f"job:{STREAM_NAMES.get(kind, kind)}"
+
+
+def sse_data(event: Event) -> Event:
+    data: Event = {"queue": event.get("queue"), "jobId": event.get("jobId"), "timestamp": event.get("timestamp")}
+    for name in EVENT_FIELDS:
+        if name in event:
+            data[name] = event[name]
+    return data
+
+
+class SseClient:
+    __slots__ = ("queue", "response")
+
+    def __init__(self, response: web.StreamResponse, queue: str | None) -> None:
+        self.response = response
+        self.queue = queue
+
+
+class WsClient:
+    """A WebSocket as the command runner sees it (see `server.commands.Client`)."""
+
+    __slots__ = ("closed", "limiter", "queue", "session", "socket", "subscribed", "tasks")
+
+    def __init__(self, socket: web.WebSocketResponse, runner: CommandRunner, queue: str | None) -> None:
+        self.socket = socket
+        self.session = runner.new_session()
+        self.session.authenticated = True
+        self.limiter: RequestRateLimiter | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+        self.queue = queue
+        self.subscribed: list[str] | None = None
+
+    def deliver(self, replies: list[dict[str, Any]]) -> None:
+        for reply in replies:
+            self.send(reply)
+
+    def send(self, doc: Any) -> None:
+        if not self.closed:
+            asyncio.ensure_future(self.socket.send_str(dumps(doc)))
+
+    def task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+
+    def wants(self, name: str) -> bool:
+        assert self.subscribed is not None
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.subscribed)
+
+
+class EventFeed:
+    def __init__(self, runner: CommandRunner, origin: str) -> None:
+        self.runner = runner
+        self.origin = origin
+        self.streams: set[SseClient] = set()
+        self.sockets: set[WsClient] = set()
+        self.next_id = 0
+        self.replay: deque[tuple[int, str | None, str]] = deque(maxlen=REPLAY_EVENTS)
+
+    @property
+    def listening(self) -> bool:
+        return bool(self.streams or self.sockets)
+
+    # -- events in ---------------------------------------------------------------------------------
+
+    def job_event(self, event: Event) -> None:
+        """Called by the event hub for every job event (only while a stream or socket is open)."""
+        name = stream_name(event)
+        queue = event.get("queue")
+        if self.streams:
+            self.next_id += 1
+            message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(sse_data(event))}\n\n"
+            self.replay.append((self.next_id, queue, message))
+            for client in self.streams:
+                if not client.queue or client.queue == queue:
+                    self.write(client, message)
+        for socket in self.sockets:
+            if socket.subscribed is None:
+                if not socket.queue or socket.queue == queue:
+                    socket.send(event)
+            elif socket.wants(name):
+                data = {"jobId": event.get("jobId"), "queue": queue}
+                socket.send({"event": name, "ts": event.get("timestamp"), "data": data})
+
+    def system_event(self, name: str, data: Event, ts: float) -> None:
+        if self.streams:
+            self.next_id += 1
+            message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(data)}\n\n"
+            for client in self.streams:
+                self.write(client, message)
+        for socket in self.sockets:
+            if socket.subscribed is not None and socket.wants(name):
+                socket.send({"event": name, "ts": ts, "data": data})
+
+    def write(self, client: SseClient, message: str) -> None:
+        asyncio.ensure_future(self._write(client, message))
+
+    async def _write(self, client: SseClient, message: str) -> None:
+        try:
+            await client.response.write(message.encode())
+        except (ConnectionError, RuntimeError):
+            self.streams.discard(client)
+
+    # -- SSE ---------------------------------------------------------------------------------------
+
+    async def sse(self, request: web.Request, queue: str | None) -> web.StreamResponse:
+        if len(self.streams) >= MAX_CLIENTS:
+            return web.Response(text="Too many SSE connections", status=503)
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Connection": "keep-alive",
+            "Access-Control-Allow-Origin": self.origin})
+        await response.prepare(request)
+        hello = json.dumps({"connected": True, "clientId": str(uuid.uuid4())})
+        await response.write(f"retry: 3000\ndata: {hello}\n\n".encode())
+        client = SseClient(response, queue)
+        last = request.headers.get("Last-Event-ID", "")
+        if last.isdigit() and int(last) > 0:
+            for event_id, event_queue, message in list(self.replay):
+                if event_id > int(last) and (not queue or queue == event_queue):
+                    await response.write(message.encode())
+        self.streams.add(client)
+        try:
+            while not (request.transport is None or request.transport.is_closing()):
+                await asyncio.sleep(HEARTBEAT_S)
+                await response.write(b":heartbeat\n\n")
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self.streams.discard(client)
+        return response
+
+    # -- WebSocket ---------------------------------------------------------------------------------
+
+    async def websocket(self, request: web.Request, queue: str | None, on_text: Callable[[WsClient, str], None],
+                        ) -> web.StreamResponse:
+        if len(self.sockets) >= MAX_CLIENTS:
+            return web.json_response({"ok": False, "error": "Too many WebSocket connections"}, status=503)
+        socket = web.WebSocketResponse(max_msg_size=WS_MAX_MESSAGE, receive_timeout=WS_IDLE_TIMEOUT_S)
+        if not socket.can_prepare(request).ok:
+            return web.Response(text="WebSocket upgrade failed", status=400)
+        await socket.prepare(request)
+        client = WsClient(socket, self.runner, queue)
+        self.sockets.add(client)
+        try:
+            async for message in socket:
+                if message.type == WSMsgType.TEXT:
+                    on_text(client, message.data)
+                elif message.type == WSMsgType.ERROR:
+                    break
+        except (TimeoutError, asyncio.CancelledError):
+            pass
+        finally:
+            client.closed = True
+            self.sockets.discard(client)
+            self.runner.release(client)
+        return socket
+
+    def handle_text(self, client: WsClient, text: str) -> None:
+        try:
+            request = json.loads(text)
+        except ValueError:
+            client.send({"ok": False, "error": "Invalid JSON"})
+            return
+        if not isinstance(request, dict) or not request.get("cmd"):
+            client.send({"ok": False, "error": "Invalid command"})
+            return
+        name = request["cmd"]
+        if name in ("Subscribe", "Unsubscribe"):
+            client.send(self.subscription(client, request))
+            return
+        reply = self.runner.run(request, client)
+        if reply is not None:
+            client.send(reply)
+
+    def subscription(self, client: WsClient, request: dict[str, Any]) -> dict[str, Any]:
+        events = request.get("events")
+        reply: dict[str, Any]
+        if request["cmd"] == "Subscribe":
+            if not isinstance(events, list) or not events:
+                reply = {"ok": False, "error": "events must be a non-empty array"}
+            else:
+                unknown = [e for e in events if not isinstance(e, str) or not (
+                    e == "*" or any(fnmatch.fnmatchcase(n, e) for n in SUBSCRIBABLE))]
+                if unknown:
+                    reply = {"ok": False, "error": f"Invalid: {', '.join(map(str, unknown))}"}
+                else:
+                    current = client.subscribed or []
+                    client.subscribed = current + [e for e in events if e not in current]
+                    reply = {"ok": True, "subscribed": client.subscribed}
+        else:
+            if client.subscribed is not None:
+                drop = set(events) if isinstance(events, list) and events else None
+                client.subscribed = [e for e in client.subscribed if drop is not None and e not in drop]
+            reply = {"ok": True, "subscribed": client.subscribed or []}
+        if "reqId" in request:
+            reply["reqId"] = request["reqId"]
+        return reply
+
+    async def close(self) -> None:
+        for socket in list(self.sockets):
+            await socket.socket.close()
+        for client in list(self.streams):
+            client.response.force_close()

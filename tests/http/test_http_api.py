@@ -1,0 +1,205 @@
+"""The HTTP API against a real server: routes, status codes, auth, CORS, bodies, WebSocket and SSE."""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from http.client import HTTPConnection
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bunqueue._testbase.server import ServerProcess
+from bunqueue.client import connect
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[ServerProcess]:
+    proc = ServerProcess(env={"RATE_LIMIT_MAX_REQUESTS": "100000000", "CORS_ALLOW_ORIGIN": "*"}).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+async def http(http_server: ServerProcess) -> AsyncIterator[Any]:
+    base = f"http://127.0.0.1:{http_server.http_port}"
+    async with aiohttp.ClientSession(base) as session:
+        yield session
+
+
+async def fetch(http: Any, method: str, path: str, **kw: Any) -> tuple[int, Any, Any]:
+    async with http.request(method, path, **kw) as resp:
+        text = await resp.text()
+        ctype = resp.headers.get("Content-Type", "")
+        body = json.loads(text) if ctype.startswith("application/json") else text
+        return resp.status, body, resp.headers
+
+
+async def test_health_probes_answer_without_a_token(http: Any) -> None:
+    status, body, headers = await fetch(http, "GET", "/health")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    assert body["ok"] is True and body["status"] == "healthy" and isinstance(body["uptime"], int)
+    assert set(body["queues"]) == {"waiting", "active", "delayed", "completed", "dlq"}
+    assert set(body["connections"]) == {"tcp", "ws", "sse"} and body["memory"]["rss"] > 0
+    for path in ("/healthz", "/live"):
+        status, text, headers = await fetch(http, "GET", path)
+        assert (status, text, headers["Content-Type"]) == (200, "OK", "text/plain;charset=utf-8")
+    assert (await fetch(http, "GET", "/ready"))[:2] == (200, {"ok": True, "ready": True})
+
+
+async def test_push_over_http_is_the_same_job_over_tcp(http: Any, http_server: ServerProcess) -> None:
+    status, body, _ = await fetch(http, "POST", "/queues/h-x/jobs", json={"name": 42, "data": {"k": 1}, "attempts": 5})
+    assert status == 200 and body["ok"] is True
+    job_id = body["id"]
+    conn = await connect(*http_server.addr)
+    try:
+        job = (await conn.request({"cmd": "GetJob", "id": job_id}))["job"]
+    finally:
+        await conn.close()
+    # A non-string name reads as "default"; `attempts` is the maxAttempts alias.
+    assert (job["name"], job["data"], job["maxAttempts"]) == ("default", {"k": 1}, 5)
+    status, body, _ = await fetch(http, "GET", f"/jobs/{job_id}")
+    assert status == 200 and body["job"]["id"] == job_id and body["job"]["createdAt"] == int(job["createdAt"])
+    status, body, _ = await fetch(http, "GET", "/jobs/no-such-job")
+    assert (status, body) == (404, {"ok": False, "error": "Job not found"})
+
+
+async def test_pull_ack_and_result_over_http(http: Any) -> None:
+    _, pushed, _ = await fetch(http, "POST", "/queues/h-pa/jobs", json={"name": "w", "data": 1})
+    status, pulled, _ = await fetch(http, "GET", "/queues/h-pa/jobs")
+    assert status == 200 and pulled["job"]["id"] == pushed["id"]
+    assert (await fetch(http, "POST", f"/jobs/{pushed['id']}/ack", json={"result": {"done": True}}))[:2] == (
+        200, {"ok": True})
+    _, result, _ = await fetch(http, "GET", f"/jobs/{pushed['id']}/result")
+    assert result["result"] == {"done": True}
+    # An empty queue answers at once with no job, or after ?timeout= ms.
+    assert (await fetch(http, "GET", "/queues/h-pa/jobs?timeout=50"))[1] == {"ok": True, "job": None}
+
+
+async def test_command_failures_keep_the_routes_status(http: Any) -> None:
+    status, body, _ = await fetch(http, "POST", "/queues/h-bad/jobs", json={"data": 1, "priority": "high"})
+    assert status == 400 and body["ok"] is False and "priority" in body["error"]
+    status, body, _ = await fetch(http, "POST", "/queues/bad%20queue/jobs", json={"data": 1})
+    assert status == 400 and body["ok"] is False
+    # Always-200 routes answer ok:false with 200.
+    status, body, _ = await fetch(http, "DELETE", "/jobs/nothing-here")
+    assert status == 200 and body["ok"] is False
+
+
+async def test_bodies_and_unknown_routes(http: Any) -> None:
+    assert (await fetch(http, "POST", "/queues/h-b/jobs", data="{nope"))[:2] == (
+        400, {"ok": False, "error": "Invalid JSON body"})
+    # A required body that is empty is invalid too; an optional one reads as {}.
+    assert (await fetch(http, "POST", "/queues/h-b/jobs", data=""))[0] == 400
+    assert (await fetch(http, "POST", "/queues/h-b/clean", data=""))[0] == 200
+    # Routes that ignore their body do not read it.
+    assert (await fetch(http, "POST", "/queues/h-b/pause", data="{nope"))[:2] == (200, {"ok": True})
+    for method, path in (("GET", "/nope"), ("PATCH", "/queues"), ("GET", "/queues/")):
+        assert (await fetch(http, method, path))[:2] == (404, {"ok": False, "error": "Not found"}), path
+
+
+async def test_cors_preflight_and_origin(http: Any) -> None:
+    async with http.options("/queues/x/jobs", headers={"Origin": "https://a.example"}) as resp:
+        assert resp.status == 204 and await resp.text() == ""
+        assert resp.headers["Access-Control-Allow-Origin"] == "*"
+        assert resp.headers["Access-Control-Allow-Methods"] == "GET, POST, PUT, DELETE, OPTIONS"
+        assert resp.headers["Access-Control-Max-Age"] == "86400"
+    assert (await fetch(http, "GET", "/queues"))[2]["Access-Control-Allow-Origin"] == "*"
+
+
+async def test_queue_summary_is_a_bare_array(http: Any) -> None:
+    await fetch(http, "POST", "/queues/h-sum/jobs/bulk", json={"jobs": [{"data": 1}, {"data": 2, "priority": 3}]})
+    status, summary, _ = await fetch(http, "GET", "/queues/summary")
+    mine = next(q for q in summary if q["name"] == "h-sum")
+    assert status == 200 and mine["paused"] is False
+    assert mine["counts"]["waiting"] == 1 and mine["counts"]["prioritized"] == 1
+
+
+async def test_websocket_runs_commands_and_checks_subscriptions(http: Any) -> None:
+    async with http.ws_connect("/ws") as ws:
+        await ws.send_str(json.dumps({"cmd": "Ping", "reqId": "p"}))
+        reply = json.loads(await ws.receive_str())
+        assert reply["ok"] is True and reply["reqId"] == "p" and reply["data"]["pong"] is True
+        await ws.send_str("{not json")
+        assert json.loads(await ws.receive_str()) == {"ok": False, "error": "Invalid JSON"}
+        await ws.send_str(json.dumps({"reqId": 1}))
+        assert json.loads(await ws.receive_str()) == {"ok": False, "error": "Invalid command"}
+        await ws.send_str(json.dumps({"cmd": "Nope", "reqId": "n"}))
+        assert json.loads(await ws.receive_str()) == {"ok": False, "error": "Unknown command: Nope", "reqId": "n"}
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": []}))
+        assert json.loads(await ws.receive_str())["error"] == "events must be a non-empty array"
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": ["job:completed", "bogus"]}))
+        assert json.loads(await ws.receive_str())["error"] == "Invalid: bogus"
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": ["job:*"], "reqId": "s"}))
+        assert json.loads(await ws.receive_str()) == {"ok": True, "subscribed": ["job:*"], "reqId": "s"}
+    status, text, headers = await fetch(http, "GET", "/ws")
+    assert (status, text) == (400, "WebSocket upgrade failed")
+
+
+async def test_sse_stream_opens_with_retry_and_client_id(http: Any) -> None:
+    async with http.get("/events") as resp:
+        assert resp.status == 200 and resp.headers["Content-Type"] == "text/event-stream"
+        first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+        lines = first.decode().strip().splitlines()
+        assert lines[0] == "retry: 3000"
+        hello = json.loads(lines[1].removeprefix("data: "))
+        assert hello["connected"] is True and len(hello["clientId"]) == 36
+
+
+def raw_get(server: ServerProcess, path: str) -> tuple[int, Any, dict[str, str]]:
+    conn = HTTPConnection("127.0.0.1", server.http_port, timeout=5)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read()), dict(resp.getheaders())
+    finally:
+        conn.close()
+
+
+def test_paths_match_exactly_and_bad_escapes_are_errors(http_server: ServerProcess) -> None:
+    assert raw_get(http_server, "//health")[:2] == (404, {"ok": False, "error": "Not found"})
+    status, body, headers = raw_get(http_server, "/queues/bad%zzname/counts")
+    assert (status, body) == (500, {"ok": False, "error": "URI error"})
+    assert "Access-Control-Allow-Origin" not in headers
+
+
+def test_bearer_tokens_guard_everything_but_health_and_preflight() -> None:
+    server = ServerProcess(env={"AUTH_TOKENS": "tok-one,tok-two"}).start()
+
+    async def check() -> None:
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{server.http_port}") as http:
+            assert (await fetch(http, "GET", "/health"))[0] == 200
+            assert (await fetch(http, "OPTIONS", "/queues"))[0] == 204
+            status, body, headers = await fetch(http, "GET", "/queues")
+            assert (status, body) == (401, {"ok": False, "error": "Unauthorized"})
+            assert "Access-Control-Allow-Origin" not in headers
+            # Unknown paths answer 401 before they could answer 404.
+            assert (await fetch(http, "GET", "/nope"))[0] == 401
+            good = {"Authorization": "Bearer tok-two"}
+            assert (await fetch(http, "GET", "/queues", headers=good))[0] == 200
+            assert (await fetch(http, "GET", "/nope", headers=good))[0] == 404
+            assert (await fetch(http, "GET", "/queues", headers={"Authorization": "bearer tok-two"}))[0] == 401
+
+    try:
+        asyncio.run(check())
+    finally:
+        server.stop()
+
+
+def test_rate_limit_answers_429_per_client_address() -> None:
+    server = ServerProcess(env={"RATE_LIMIT_MAX_REQUESTS": "3", "RATE_LIMIT_WINDOW_MS": "60000"}).start()
+
+    async def check() -> None:
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{server.http_port}") as http:
+            statuses = [(await fetch(http, "GET", "/queues"))[0] for _ in range(4)]
+            assert statuses == [200, 200, 200, 429]
+            # Health probes are never limited; another forwarded address has its own budget.
+            assert (await fetch(http, "GET", "/health"))[0] == 200
+            other = {"X-Forwarded-For": "10.1.2.3, 10.0.0.1"}
+            assert (await fetch(http, "GET", "/queues", headers=other))[0] == 200
+
+    try:
+        asyncio.run(check())
+    finally:
+        server.stop()
