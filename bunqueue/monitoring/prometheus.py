@@ -6,7 +6,6 @@ number formatting are what a Prometheus server parses. Nothing is registered glo
 from __future__ import annotations
 
 import os
-import platform
 import resource
 import time
 from collections.abc import Iterator
@@ -84,6 +83,7 @@ class _BrokerCollector(Collector):
         yield from self.storage()
         yield from self.queues()
         yield from self.process()
+        yield from backups_off()
         lat = counters.latency
         yield _histogram("bunqueue_push_duration_seconds", "Push operation latency in seconds", lat["push"])
         yield _histogram("bunqueue_pull_duration_seconds", "Pull operation latency in seconds", lat["pull"])
@@ -172,10 +172,11 @@ class _BrokerCollector(Collector):
         mem = process_memory()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         connections = self.broker.counters.connections
+        # The reference's labels: bun_version reads "unknown" off Bun, as the reference writes it there.
         build = GaugeMetricFamily(
-            "bunqueue_build_info", "Build and runtime identity", labels=["python_version", "version"]
+            "bunqueue_build_info", "Build and runtime identity", labels=["bun_version", "version"]
         )
-        build.add_metric([_python_version(), __version__], 1)
+        build.add_metric(["unknown", __version__], 1)
         yield build
         yield _gauge("bunqueue_process_heap_used_bytes", "Process heap bytes currently used", mem.heap_used)
         yield _gauge("bunqueue_process_heap_total_bytes", "Total process heap bytes", mem.heap_total)
@@ -198,10 +199,6 @@ class _BrokerCollector(Collector):
         yield conns
 
 
-def _python_version() -> str:
-    return platform.python_version()
-
-
 def _process_start_time() -> float:
     """From /proc when it is there (the kernel's own record), else the broker module's import time."""
     try:
@@ -216,3 +213,37 @@ def _process_start_time() -> float:
 
 
 _IMPORTED_AT = time.time()
+
+
+# The reference's S3 backup families, as it reports them with backups off. This server makes no backups,
+# so they stay at these values: dashboards and alerts written for the reference find the series they expect.
+BACKUP_FAMILIES = (
+    ("bunqueue_backup_enabled", "gauge", "Whether scheduled S3 backup is enabled"),
+    ("bunqueue_backup_scheduler_running", "gauge", "Whether the scheduled S3 backup timer is running"),
+    ("bunqueue_backup_in_progress", "gauge", "Whether an S3 backup is in progress"),
+    ("bunqueue_backup_interval_seconds", "gauge", "Configured S3 backup interval in seconds"),
+    ("bunqueue_backup_retention", "gauge", "Configured number of S3 backups to retain"),
+    ("bunqueue_backup_attempts_total", "counter", "S3 backup attempts started"),
+    ("bunqueue_backup_successes_total", "counter", "Successful S3 backup attempts"),
+    ("bunqueue_backup_failures_total", "counter", "Failed S3 backup attempts"),
+    (
+        "bunqueue_backup_overlap_rejections_total", "counter",
+        "S3 backup requests rejected because another backup was active",
+    ),
+    ("bunqueue_backup_consecutive_failures", "gauge", "Consecutive failed S3 backup attempts"),
+    (
+        "bunqueue_backup_last_success_timestamp_seconds", "gauge",
+        "Unix timestamp of the last successful S3 backup, or zero",
+    ),
+    (
+        "bunqueue_backup_last_failure_timestamp_seconds", "gauge",
+        "Unix timestamp of the last failed S3 backup, or zero",
+    ),
+    ("bunqueue_backup_last_duration_seconds", "gauge", "Duration of the last S3 backup attempt"),
+    ("bunqueue_backup_last_size_bytes", "gauge", "Compressed size of the last successful S3 backup"),
+)
+
+
+def backups_off() -> Iterator[Metric]:
+    for name, kind, doc in BACKUP_FAMILIES:
+        yield _counter(name, doc, 0) if kind == "counter" else _gauge(name, doc, 0)

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bunqueue._testbase.frames import error_of, ok
 from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import Connection, connect
+from bunqueue.monitoring.prometheus import BACKUP_FAMILIES
 
 
 @pytest.fixture
@@ -127,8 +128,8 @@ async def test_trim_events_validation(conn: Connection, cmd: dict[str, Any], err
     assert await error_of(conn, {"cmd": "TrimEvents", **cmd}) == error
 
 
-# The reference's metric families (npm bunqueue 2.9.5, /prometheus), without its S3 backup gauges: this
-# server has no backups. The SQLite size appears with a data file only.
+# The reference's metric families (npm bunqueue 2.9.5, /prometheus); the S3 backup families report backups
+# off. The SQLite size appears with a data file only.
 REFERENCE_FAMILIES = {
     "bunqueue_jobs_waiting": "gauge", "bunqueue_jobs_prioritized": "gauge", "bunqueue_jobs_delayed": "gauge",
     "bunqueue_jobs_active": "gauge", "bunqueue_jobs_dlq": "gauge", "bunqueue_jobs_completed": "gauge",
@@ -148,6 +149,7 @@ REFERENCE_FAMILIES = {
     "bunqueue_queue_metrics_exported": "gauge", "bunqueue_queue_metrics_omitted": "gauge",
     "bunqueue_push_duration_seconds": "histogram", "bunqueue_pull_duration_seconds": "histogram",
     "bunqueue_ack_duration_seconds": "histogram",
+    **{name: kind for name, kind, _ in BACKUP_FAMILIES},
 }
 
 
