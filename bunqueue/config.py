@@ -81,6 +81,27 @@ OPTIONS: tuple[Option, ...] = (
         int,
         "a registered worker unheard of this long is listed as stale (removed at 3x)",
     ),
+    Option("metrics_max_queues", ("METRICS_MAX_QUEUES",), 100, int, "queues with labelled Prometheus series"),
+    Option("webhook_max_retries", ("WEBHOOK_MAX_RETRIES",), 3, int, "delivery attempts per webhook event"),
+    Option(
+        "webhook_retry_delay_ms", ("WEBHOOK_RETRY_DELAY_MS",), 1000, int, "wait before attempt n+1: n times this (ms)"
+    ),
+    Option("webhook_timeout_ms", ("WEBHOOK_TIMEOUT_MS",), 10000, int, "timeout of one delivery attempt (ms)"),
+    Option(
+        "webhook_queue_size",
+        ("WEBHOOK_QUEUE_SIZE",),
+        10000,
+        int,
+        "events waiting per webhook; past it new events are dropped and counted",
+    ),
+    Option("webhook_concurrency", ("WEBHOOK_CONCURRENCY",), 4, int, "deliveries in flight per webhook"),
+    Option(
+        "webhook_allow_private",
+        ("WEBHOOK_ALLOW_PRIVATE",),
+        False,
+        bool,
+        "accept webhook URLs on loopback and private networks (metadata hosts stay refused)",
+    ),
     Option("log_level", ("LOG_LEVEL",), "info", str, "debug | info | warn | error"),
     Option("log_format", ("LOG_FORMAT",), "text", str, "text | json"),
 )
@@ -106,6 +127,13 @@ class Settings:
     tcp_max_write_queue_bytes: int = 64 * 1024 * 1024
     shutdown_timeout_ms: int = 30000
     worker_timeout_ms: int = 30000
+    metrics_max_queues: int = 100
+    webhook_max_retries: int = 3
+    webhook_retry_delay_ms: int = 1000
+    webhook_timeout_ms: int = 10000
+    webhook_queue_size: int = 10000
+    webhook_concurrency: int = 4
+    webhook_allow_private: bool = False
     log_level: str = "info"
     log_format: str = "text"
 
@@ -166,7 +194,16 @@ class Settings:
         return cls(**values)
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
 def _convert(opt: Option, raw: Any, source: str) -> Any:
+    if opt.kind is bool:
+        text = str(raw).strip().lower()
+        if text not in _TRUE and text not in _FALSE:
+            raise ValueError(f"{source} must be true or false, got {raw!r}")
+        return text in _TRUE
     if opt.kind is int:
         try:
             value = int(str(raw).strip())

@@ -358,3 +358,28 @@ class CommandError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+# -- monitoring and webhooks ------------------------------------------------------------------------
+METRICS_QUEUE_REQUIRED = "Metrics queue is required"
+METRICS_TYPE = "Metrics type must be 'completed' or 'failed'"
+WEBHOOK_NOT_FOUND = "Webhook not found"
+WEBHOOK_URL_REQUIRED = "Webhook URL is required"
+WEBHOOK_URL_TOO_LONG = "Webhook URL too long (max 2048 characters)"
+WEBHOOK_URL_INVALID = "Invalid URL format"
+WEBHOOK_URL_SCHEME = "Webhook URL must use http or https protocol"
+WEBHOOK_URL_LOCALHOST = "Webhook URL cannot point to localhost"
+WEBHOOK_URL_PRIVATE = "Webhook URL cannot point to private IP"
+WEBHOOK_URL_PRIVATE_ULA = "Webhook URL cannot point to private (ULA) IP"
+WEBHOOK_URL_LINK_LOCAL = "Webhook URL cannot point to link-local IP"
+WEBHOOK_URL_UNSPECIFIED = "Webhook URL cannot point to unspecified IP"
+WEBHOOK_URL_LOOPBACK = "Webhook URL cannot point to loopback IP"
+WEBHOOK_URL_METADATA = "Webhook URL cannot point to cloud metadata endpoints"
+
+
+def non_negative_safe_integer(field: str) -> str:
+    return f"{field} must be a non-negative safe integer"
+
+
+def invalid_webhook_events(invalid: list[str], valid: tuple[str, ...]) -> str:
+    return f"Invalid webhook event(s): {', '.join(invalid)}. Valid: {', '.join(valid)}"

@@ -75,6 +75,23 @@ def test_cron_benchmark_runs_small() -> None:
     assert 0 <= int(found[1]) <= int(found[2])
 
 
+def test_webhook_and_counting_benchmarks_run_small() -> None:
+    root = REPO_ROOT
+    hooks = subprocess.run(
+        [sys.executable, "-m", "benchmarks.webhooks", "--jobs", "200", "--hooks", "2", "--rounds", "1"],
+        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert hooks.returncode == 0, hooks.stdout + hooks.stderr
+    assert "deliveries 400/400 (success 400, failure 0, dropped 0)" in hooks.stdout, hooks.stdout
+    assert "deliveries lost: 0" in hooks.stdout
+    counting = subprocess.run(
+        [sys.executable, "-m", "benchmarks.counting", "--jobs", "200", "--runs", "1"],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert counting.returncode == 0, counting.stderr
+    assert "ns/job with the counters" in counting.stdout
+
+
 def _synthetic_run(server: str, rate: float, rss_kib: int) -> dict[str, object]:
     row = {"workload": "pushb100", "verified": True, "rate": rate, "cpu_s_per_1k": 1000 / rate, "jobs": 1000}
     return {"round": 1, "mode": "memory", "server": server, "available": True,

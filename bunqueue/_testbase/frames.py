@@ -90,3 +90,17 @@ async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
     reply = await conn.request(cmd)
     reply.pop("reqId", None)
     return reply
+
+
+async def ok(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
+    """The reply to a command that must succeed."""
+    reply = await conn.request(cmd)
+    assert reply["ok"], (cmd, reply)
+    return reply
+
+
+async def error_of(conn: Connection, cmd: dict[str, Any]) -> str:
+    """The error text of a command that must fail, with nothing else in the reply."""
+    reply = await conn.request(cmd)
+    assert reply["ok"] is False and set(reply) <= {"ok", "error", "reqId"}, reply
+    return str(reply["error"])

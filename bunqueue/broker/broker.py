@@ -49,6 +49,7 @@ from bunqueue.broker.timeouts import JobTimeouts
 from bunqueue.broker.transitions import FAILED, Transitions
 from bunqueue.broker.workers import WorkerRegistry
 from bunqueue.errors import CommandError
+from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import MemoryStore, Store
 
 
@@ -75,6 +76,8 @@ class Broker:
         self.keys = UniqueKeys(self.jobs, self.store)
         self.deps = Dependencies(self.records)
         self.events = events.EventHub(clock)
+        # Running totals for Stats, Metrics, Prometheus and the dashboards (see monitoring.counters).
+        self.counters = Counters()
         self.stalls = StallDetector(self.jobs, self.queues, self.alarms)
         self.timeouts = JobTimeouts(self.jobs, self.leases, self.alarms, self.records.max_completed_jobs)
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token)
@@ -84,7 +87,7 @@ class Broker:
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
             rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
-            alarms=self.alarms, clock=clock,
+            alarms=self.alarms, counters=self.counters, clock=clock,
         )
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         # A repeating job's successor goes through PUSH's own path, checks included.
@@ -146,7 +149,12 @@ class Broker:
             self._check_group_caps([job])
         if job.unique_key is not None:
             self.keys.preflight(job, now, self.deps.dependents)
-        return self._admit(job, now)
+        counters = self.counters
+        before = counters.pushed
+        job_id = self._admit(job, now)
+        if counters.pushed != before:
+            counters.queue(queue).events += 1
+        return job_id
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
         """All-or-nothing admission: every job is validated before any is visible."""
@@ -183,7 +191,12 @@ class Broker:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
         admit = self._admit
         q = self.queues.of(queue)
-        return [admit(job, now, q) for job in jobs]
+        counters = self.counters
+        before = counters.pushed
+        ids = [admit(job, now, q) for job in jobs]
+        # One journal count per batch: admit counts the jobs, the queue's share is the difference.
+        counters.queue(queue).events += counters.pushed - before
+        return ids
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
         job = self.factory.build(opts, queue, now, batch)

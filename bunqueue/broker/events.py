@@ -1,7 +1,8 @@
 """Queue events for SubscribeEvents: who listens to which queue, and the event envelope.
 
-A transition asks ``hub.listening(queue)`` first: with no subscriber on the queue an event costs one dict
-lookup and nothing is built. Delivery is a callable the server sets on each session, so the broker never
+A transition asks ``hub.wanted`` (or ``hub.listening(queue)``) first: with no subscriber and no enabled
+webhook an event costs one attribute read and nothing is built. Delivery is a callable the server sets on
+each session, and webhooks get their payloads through their registry's outboxes, so the broker never
 touches a socket.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.session import Session
+from bunqueue.monitoring.webhooks import WebhookRegistry
 
 PUSHED = "pushed"
 PULLED = "pulled"
@@ -23,21 +25,31 @@ REMOVED = "removed"
 STALLED = "stalled"
 PAUSED = "paused"
 RESUMED = "resumed"
+DELAYED = "delayed"
+DUPLICATED = "duplicated"
 
 
 class EventHub:
-    __slots__ = ("by_queue", "clock")
+    __slots__ = ("by_queue", "clock", "wanted", "webhooks")
 
-    def __init__(self, clock: Callable[[], float] = now_ms) -> None:
+    def __init__(self, clock: Callable[[], float] = now_ms, webhooks: WebhookRegistry | None = None) -> None:
         self.clock = clock
         # Queue name -> subscribed sessions. A session listens to at most one queue.
         self.by_queue: dict[str, set[Session]] = {}
+        self.webhooks = webhooks if webhooks is not None else WebhookRegistry()
+        # Whether anyone hears events at all: a subscriber or an enabled webhook (see refresh).
+        self.wanted = False
+
+    def refresh(self) -> None:
+        """Recompute ``wanted``; called when subscriptions or enabled webhooks change."""
+        self.wanted = bool(self.by_queue) or self.webhooks.enabled_count > 0
 
     def subscribe(self, session: Session, queue: str) -> None:
         """Listen to ``queue``; a new subscription replaces the session's previous one."""
         self.unsubscribe(session)
         self.by_queue.setdefault(queue, set()).add(session)
         session.subscribed = queue
+        self.wanted = True
 
     def unsubscribe(self, session: Session) -> None:
         queue = session.subscribed
@@ -49,22 +61,27 @@ class EventHub:
             listeners.discard(session)
             if not listeners:
                 del self.by_queue[queue]
+                self.refresh()
 
     def listening(self, queue: str) -> bool:
-        return queue in self.by_queue
+        return queue in self.by_queue or self.webhooks.enabled_count > 0
 
     def emit(self, queue: str, event_type: str, job_id: str, **fields: Any) -> None:
         """Send one event to every subscriber of ``queue``. Always carries a string jobId and a numeric
         timestamp: the TS client drops its connection on an event without them."""
         listeners = self.by_queue.get(queue)
-        if not listeners:
+        hooks = self.webhooks.enabled_count > 0
+        if not listeners and not hooks:
             return
         event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": self.clock()}
         event.update(fields)
-        frame = {"type": "event", "event": event}
-        for session in listeners:
-            if session.deliver is not None:
-                session.deliver(frame)
+        if listeners:
+            frame = {"type": "event", "event": event}
+            for session in listeners:
+                if session.deliver is not None:
+                    session.deliver(frame)
+        if hooks:
+            self.webhooks.offer(event)
 
     def stalled(self, job: Job, to_dlq: bool) -> None:
         """A lost attempt (stall or expired lease), with what became of the job, as the reference says it."""

@@ -161,6 +161,8 @@ def move_to_delayed(broker: Broker, job_id: str, delay: float, token: Any, now: 
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
     change_delay(broker, job_id, delay, token, now, errors.not_active(state_of(broker, job, now)))
+    if broker.events.wanted:
+        broker.events.emit(job.queue, events.DELAYED, job_id, delay=delay)
 
 
 def move_to_wait(broker: Broker, job_id: str, token: Any, now: float) -> None:

@@ -7,6 +7,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.transitions import INTERRUPTED
+from bunqueue.monitoring.webhooks import Webhook
 from bunqueue.storage.schema import Snapshot
 
 
@@ -54,6 +55,9 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
         broker.queue(queue).n_completed = count
     broker.records.results.update(snap.results)
     _restore_dlq(broker, snap.dlq, failed)
+    for record in snap.webhooks:
+        broker.events.webhooks.add(Webhook.from_record(record))
+    broker.events.refresh()
     if jobs:
         broker.factory.resume_after(max(job.seq for job in jobs))
     broker.crons.load(snap.crons)

@@ -50,6 +50,7 @@ from bunqueue.broker.retry import retry_delay
 from bunqueue.broker.session import Session
 from bunqueue.broker.stalls import StallDetector, max_stalls
 from bunqueue.broker.timeouts import JobTimeouts
+from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store
 
 TIMELINE_CAP = 20
@@ -92,6 +93,7 @@ class Transitions:
         events: events.EventHub,
         store: Store,
         alarms: Alarms,
+        counters: Counters,
         clock: Callable[[], float],
     ) -> None:
         self.records = records
@@ -110,6 +112,7 @@ class Transitions:
         self.events = events
         self.store = store
         self.alarms = alarms
+        self.counters = counters
         self.clock = clock
         # Pushes the successor of a repeating job after its ACK (set by the broker, which owns PUSH).
         self.repeats: RepeatChain | None = None
@@ -174,7 +177,8 @@ class Transitions:
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
         self.store.job_added(job)
-        if self.events.by_queue:
+        self.counters.pushed += 1
+        if self.events.wanted:
             self.events.emit(job.queue, events.PUSHED, job.id)
         return job.id
 
@@ -193,6 +197,8 @@ class Transitions:
                 keys.extend(job, owner_id, now)
                 return owner_id
             else:
+                if self.events.wanted:
+                    self.events.emit(job.queue, events.DUPLICATED, owner_id)
                 return owner_id
         keys.take(job, now)
         return None
@@ -266,7 +272,8 @@ class Transitions:
             self.store.job_activated(job)
             out.append(job)
         if out:
-            if self.events.by_queue:
+            self.counters.on_pulled(q.name, len(out))
+            if self.events.wanted:
                 for job in out:
                     self.events.emit(q.name, events.PULLED, job.id)
             if q.limits is not None:
@@ -371,7 +378,8 @@ class Transitions:
             completed[job_id] = None
             if len(completed) > records.max_completed_jobs:
                 records.evict_completed()
-        if self.events.by_queue:
+        self.counters.on_completed(job.queue, now)
+        if self.events.wanted:
             self.events.completed(job, result, has_result)
         if job_id in self.dependents:
             for parked in self.deps.released_by(job_id):
@@ -433,7 +441,8 @@ class Transitions:
             self.fail_terminally(job, reason, error, now, remove)
         else:
             self.retry(q, job, now)
-        if self.events.by_queue:
+            self.counters.on_failed(job.queue, now, False)
+        if self.events.wanted:
             self.events.failed(job, error, terminal)
 
     def _stalled_attempt(self, q: QueueState, job: Job, cause: str, now: float) -> None:
@@ -453,7 +462,7 @@ class Transitions:
             to_dlq = attempts_out or job.stall_count >= DEFAULT_MAX_STALLS
         if cause is not INTERRUPTED:
             job.last_heartbeat = now
-            if self.events.by_queue:
+            if self.events.wanted:
                 self.events.stalled(job, to_dlq)
         if to_dlq:
             reason = "max_attempts_exceeded" if attempts_out else "stalled"
@@ -502,6 +511,7 @@ class Transitions:
     def fail_terminally(self, job: Job, reason: str, error: Any, now: float, remove: bool) -> None:
         if job.unique_key is not None:
             self.keys.release(job)
+        self.counters.on_failed(job.queue, now, True)
         if remove or job.remove_on_fail:
             self.records.delete(job)
             return

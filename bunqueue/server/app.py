@@ -18,6 +18,7 @@ from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.server.tls import server_context
+from bunqueue.server.webhooks import WebhookDelivery
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.sqlite import SQLiteStore
 
@@ -48,6 +49,17 @@ class BrokerServer:
         )
         self.broker = Broker(max_completed_jobs=settings.max_completed_jobs, store=self.store)
         self.broker.workers.timeout_ms = settings.worker_timeout_ms
+        self.broker.counters.max_prometheus_queues = settings.metrics_max_queues
+        hooks = self.broker.events.webhooks
+        hooks.allow_private = settings.webhook_allow_private
+        hooks.outbox_limit = settings.webhook_queue_size
+        self.webhook_delivery = WebhookDelivery(
+            hooks,
+            timeout_ms=settings.webhook_timeout_ms,
+            max_attempts=settings.webhook_max_retries,
+            retry_delay_ms=settings.webhook_retry_delay_ms,
+            concurrency=settings.webhook_concurrency,
+        )
         self.runner = CommandRunner(self.broker, self.store, settings.tokens)
         self.connections: set[BrokerProtocol] = set()
         # One packer for every connection: packing is synchronous, so they never interleave.
@@ -136,4 +148,5 @@ class BrokerServer:
             await self.http.close()
         if self.deadlines is not None:
             self.deadlines.cancel()
+        await self.webhook_delivery.close()
         await self.store.close()

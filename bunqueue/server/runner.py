@@ -59,6 +59,8 @@ class CommandRunner:
         self.held: dict[asyncio.Future[str | None], dict[Client, list[Reply]]] = {}
 
     def new_session(self) -> Session:
+        """A client connected (released with ``release``): Metrics counts it as an active connection."""
+        self.broker.counters.connections += 1
         return Session(authenticated=not self.tokens)
 
     def run_frame(self, body: bytes, client: Client) -> Reply | None:
@@ -127,6 +129,7 @@ class CommandRunner:
         for task in client.tasks:
             task.cancel()
         self.broker.release_session(client.session)
+        self.broker.counters.connections -= 1
 
     # -- replies that come later -------------------------------------------------------------------
 

@@ -76,6 +76,8 @@ class Store(Protocol):
 
     def cron_removed(self, name: str) -> None:
         """A cron was deleted (CronDelete, or it reached its limit)."""
+    def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
+        """A webhook was registered or changed (its record), or removed (None)."""
 
     def take_ticket(self) -> asyncio.Future[str | None] | None:
         """The commit that the reply to the command just handled must wait for, or None."""
@@ -140,6 +142,9 @@ class MemoryStore:
         pass
 
     def cron_removed(self, name: str) -> None:
+        pass
+
+    def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
         pass
 
     def take_ticket(self) -> None:

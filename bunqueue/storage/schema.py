@@ -10,7 +10,7 @@ import msgpack
 
 from bunqueue._core.jobs import Job
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Each entry upgrades the file from the version before it; entry N brings it to version N.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -37,6 +37,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Cron schedules: the definition with its execution count and next run (Cron.record, MessagePack).
     3: ("CREATE TABLE IF NOT EXISTS crons (name TEXT PRIMARY KEY, record BLOB NOT NULL)",),
+    # Webhook registrations (AddWebhook): url, events, queue, secret, createdAt, enabled (MessagePack).
+    4: ("CREATE TABLE IF NOT EXISTS webhooks (id TEXT PRIMARY KEY, record BLOB NOT NULL)",),
 }
 
 SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -99,6 +101,7 @@ class Snapshot:
     completed_counts: dict[str, int] = field(default_factory=dict)
     groups: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     crons: list[dict[str, Any]] = field(default_factory=list)
+    webhooks: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed: int) -> Snapshot:
@@ -128,6 +131,8 @@ def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed
     # rowid order is creation order: CronList lists crons as they were first created.
     for (blob,) in conn.execute("SELECT record FROM crons ORDER BY rowid"):
         snap.crons.append(unpack(blob))
+    for (blob,) in conn.execute("SELECT record FROM webhooks ORDER BY rowid"):
+        snap.webhooks.append(unpack(blob))
     return snap
 
 

@@ -50,6 +50,7 @@ class Batch:
         "results_deleted",
         "states",
         "ticket",
+        "webhooks",
     )
 
     def __init__(self) -> None:
@@ -68,13 +69,15 @@ class Batch:
         self.groups: dict[tuple[str, str], dict[str, Any] | None] = {}
         # Cron rows by name; None deletes the row.
         self.crons: dict[str, dict[str, Any] | None] = {}
+        # Webhook records by id; None deletes the row.
+        self.webhooks: dict[str, dict[str, Any] | None] = {}
         # Resolves with None once committed, or with the error text when the commit failed.
         self.ticket: asyncio.Future[str | None] | None = None
 
     def __bool__(self) -> bool:
         return bool(
             self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
-            or self.dlq_deleted or self.queues or self.queues_removed or self.groups or self.crons
+            or self.dlq_deleted or self.queues or self.queues_removed or self.groups or self.crons or self.webhooks
         )
 
     def rows(self) -> tuple[Any, ...]:
@@ -93,9 +96,11 @@ class Batch:
         groups_cleared = [key for key, c in self.groups.items() if c is None]
         crons = [(name, schema.pack(record)) for name, record in self.crons.items() if record is not None]
         crons_deleted = [(name,) for name, record in self.crons.items() if record is None]
+        hooks = [(hook_id, schema.pack(r)) for hook_id, r in self.webhooks.items() if r is not None]
+        hooks_removed = [(hook_id,) for hook_id, r in self.webhooks.items() if r is None]
         return (
             removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
-            groups_cleared, groups, crons_deleted, crons,
+            groups_cleared, groups, crons_deleted, crons, hooks_removed, hooks,
         )
 
     def merge_under(self, newer: Batch) -> None:
@@ -129,6 +134,8 @@ class Batch:
             newer.groups.setdefault(key, controls)
         for name, record in self.crons.items():
             newer.crons.setdefault(name, record)
+        for hook_id, record in self.webhooks.items():
+            newer.webhooks.setdefault(hook_id, record)
 
 
 def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +147,7 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
 def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
     (
         removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
-        groups_cleared, groups, crons_deleted, crons,
+        groups_cleared, groups, crons_deleted, crons, hooks_removed, hooks,
     ) = rows
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -189,6 +196,10 @@ def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
                 " ON CONFLICT(name) DO UPDATE SET record = excluded.record",
                 crons,
             )
+        if hooks_removed:
+            conn.executemany("DELETE FROM webhooks WHERE id = ?", hooks_removed)
+        if hooks:
+            conn.executemany("INSERT OR REPLACE INTO webhooks (id, record) VALUES (?, ?)", hooks)
         conn.execute("COMMIT")
     except BaseException:
         # SQLite rolls back by itself on some errors (a full disk): roll back only what is still open,
@@ -458,6 +469,10 @@ class SQLiteStore:
 
     def cron_removed(self, name: str) -> None:
         self._changed().crons[name] = None
+        self.must_wait = True
+
+    def webhook_changed(self, webhook_id: str, record: dict[str, Any] | None) -> None:
+        self._changed().webhooks[webhook_id] = record
         self.must_wait = True
 
     # -- reads -------------------------------------------------------------------------------------

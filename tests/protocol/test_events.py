@@ -89,3 +89,19 @@ async def test_an_expired_lease_is_a_stalled_event(conn: Connection, conn2: Conn
     got = await next_events(conn, 3)
     assert [e["eventType"] for e in got] == ["pushed", "pulled", "stalled"]
     assert got[2]["jobId"] == job_id and got[2]["data"] == {"stallCount": 1, "action": "retry"}
+
+
+async def test_delayed_and_duplicated(conn: Connection, conn2: Connection, queue_name: str) -> None:
+    await conn.request({"cmd": "SubscribeEvents", "queue": queue_name})
+    owner = (await conn2.request({"cmd": "PUSH", "queue": queue_name, "name": "u", "data": 1, "uniqueKey": "k"}))["id"]
+    again = await conn2.request({"cmd": "PUSH", "queue": queue_name, "name": "u", "data": 2, "uniqueKey": "k"})
+    assert again["id"] == owner
+    await conn2.request({"cmd": "PULL", "queue": queue_name})
+    moved = await conn2.request({"cmd": "MoveToDelayed", "id": owner, "delay": 5000})
+    assert moved["ok"], moved
+    got = await next_events(conn, 4)
+    assert [e["eventType"] for e in got] == ["pushed", "duplicated", "pulled", "delayed"]
+    assert all(e["jobId"] == owner for e in got)
+    assert got[3]["delay"] == 5000
+    state = await conn2.request({"cmd": "GetState", "id": owner})
+    assert state["state"] == "delayed"
