@@ -30,19 +30,29 @@ DUPLICATED = "duplicated"
 
 
 class EventHub:
-    __slots__ = ("by_queue", "clock", "wanted", "webhooks")
+    __slots__ = ("by_queue", "clock", "taps", "wanted", "webhooks")
 
     def __init__(self, clock: Callable[[], float] = now_ms, webhooks: WebhookRegistry | None = None) -> None:
         self.clock = clock
         # Queue name -> subscribed sessions. A session listens to at most one queue.
         self.by_queue: dict[str, set[Session]] = {}
         self.webhooks = webhooks if webhooks is not None else WebhookRegistry()
-        # Whether anyone hears events at all: a subscriber or an enabled webhook (see refresh).
+        # Listeners to every queue's events (the HTTP event streams), called with each event object.
+        self.taps: list[Callable[[dict[str, Any]], None]] = []
+        # Whether anyone hears events at all: a subscriber, a tap or an enabled webhook (see refresh).
         self.wanted = False
 
     def refresh(self) -> None:
-        """Recompute ``wanted``; called when subscriptions or enabled webhooks change."""
-        self.wanted = bool(self.by_queue) or self.webhooks.enabled_count > 0
+        """Recompute ``wanted``; called when subscriptions, taps or enabled webhooks change."""
+        self.wanted = bool(self.by_queue) or bool(self.taps) or self.webhooks.enabled_count > 0
+
+    def add_tap(self, tap: Callable[[dict[str, Any]], None]) -> None:
+        self.taps.append(tap)
+        self.wanted = True
+
+    def remove_tap(self, tap: Callable[[dict[str, Any]], None]) -> None:
+        self.taps.remove(tap)
+        self.refresh()
 
     def subscribe(self, session: Session, queue: str) -> None:
         """Listen to ``queue``; a new subscription replaces the session's previous one."""
@@ -64,14 +74,15 @@ class EventHub:
                 self.refresh()
 
     def listening(self, queue: str) -> bool:
-        return queue in self.by_queue or self.webhooks.enabled_count > 0
+        return queue in self.by_queue or bool(self.taps) or self.webhooks.enabled_count > 0
 
     def emit(self, queue: str, event_type: str, job_id: str, **fields: Any) -> None:
         """Send one event to every subscriber of ``queue``. Always carries a string jobId and a numeric
         timestamp: the TS client drops its connection on an event without them."""
         listeners = self.by_queue.get(queue)
         hooks = self.webhooks.enabled_count > 0
-        if not listeners and not hooks:
+        taps = self.taps
+        if not listeners and not hooks and not taps:
             return
         event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": self.clock()}
         event.update(fields)
@@ -82,6 +93,8 @@ class EventHub:
                     session.deliver(frame)
         if hooks:
             self.webhooks.offer(event)
+        for tap in taps:
+            tap(event)
 
     def stalled(self, job: Job, to_dlq: bool) -> None:
         """A lost attempt (stall or expired lease), with what became of the job, as the reference says it."""

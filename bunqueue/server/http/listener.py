@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.app import HttpApi, build_app
@@ -28,9 +29,9 @@ class RequestClient:
 
     __slots__ = ("closed", "future", "limiter", "session", "tasks")
 
-    def __init__(self, runner: CommandRunner) -> None:
-        self.session = runner.new_session()
-        self.session.authenticated = True
+    def __init__(self) -> None:
+        # Not a connection: it is neither counted nor released, and the jobs it pulls belong to nobody.
+        self.session = Session(authenticated=True)
         self.limiter: RequestRateLimiter | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
@@ -46,7 +47,7 @@ class RequestClient:
 
 def executor(runner: CommandRunner) -> Callable[[Reply], Any]:
     async def execute(request: Reply) -> Reply:
-        client = RequestClient(runner)
+        client = RequestClient()
         reply = runner.run(request, client)
         if reply is not None:
             return reply

@@ -96,6 +96,7 @@ class WsClient:
 class EventFeed:
     def __init__(self, runner: CommandRunner, origin: str) -> None:
         self.runner = runner
+        self.hub = runner.broker.events
         self.origin = origin
         self.streams: set[SseClient] = set()
         self.sockets: set[WsClient] = set()
@@ -105,6 +106,15 @@ class EventFeed:
     @property
     def listening(self) -> bool:
         return bool(self.streams or self.sockets)
+
+    def joined(self) -> None:
+        # The hub calls the feed only while a stream or socket is open, so jobs pay nothing otherwise.
+        if self.job_event not in self.hub.taps:
+            self.hub.add_tap(self.job_event)
+
+    def left(self) -> None:
+        if not self.listening and self.job_event in self.hub.taps:
+            self.hub.remove_tap(self.job_event)
 
     # -- events in ---------------------------------------------------------------------------------
 
@@ -145,6 +155,7 @@ class EventFeed:
             await client.response.write(message.encode())
         except (ConnectionError, RuntimeError):
             self.streams.discard(client)
+            self.left()
 
     # -- SSE ---------------------------------------------------------------------------------------
 
@@ -164,6 +175,7 @@ class EventFeed:
                 if event_id > int(last) and (not queue or queue == event_queue):
                     await response.write(message.encode())
         self.streams.add(client)
+        self.joined()
         try:
             while not (request.transport is None or request.transport.is_closing()):
                 await asyncio.sleep(HEARTBEAT_S)
@@ -172,6 +184,7 @@ class EventFeed:
             pass
         finally:
             self.streams.discard(client)
+            self.left()
         return response
 
     # -- WebSocket ---------------------------------------------------------------------------------
@@ -186,6 +199,7 @@ class EventFeed:
         await socket.prepare(request)
         client = WsClient(socket, self.runner, queue)
         self.sockets.add(client)
+        self.joined()
         try:
             async for message in socket:
                 if message.type == WSMsgType.TEXT:
@@ -197,6 +211,7 @@ class EventFeed:
         finally:
             client.closed = True
             self.sockets.discard(client)
+            self.left()
             self.runner.release(client)
         return socket
 
