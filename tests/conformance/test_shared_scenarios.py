@@ -22,7 +22,7 @@ SCENARIOS = SHARED / "conformance" / "public"
 # 04_dlq's dlq-and-stall-config needs SetStallConfig and 06_control's extend-locks needs ExtendLock(s).
 FULL_FILES = [
     "01_protocol.json", "02_push.json", "03_pull_ack.json", "04_dlq.json", "05_query.json", "06_control.json",
-    "09_limits.json", "10_cron.json", "12_events.json", "13_persistence.json",
+    "08_groups.json", "09_limits.json", "10_cron.json", "12_events.json", "13_persistence.json",
 ]
 # Scenarios of files this version serves in part: file -> scenario names.
 # 11_monitoring's stats-and-metrics differs in one field: Metrics.activeConnections counts the open
