@@ -90,6 +90,7 @@ class Broker:
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
+        self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
         self.repeats = t.repeats = repeat.RepeatChain(self.push)
         # The per-job commands go straight to their transition: no layer in between on the hot path.

@@ -23,6 +23,7 @@ Query = Mapping[str, str]
 MB = 1024 * 1024
 DASHBOARD_LIMIT_MAX = 500
 DASHBOARD_LIMIT_DEFAULT = 100
+DASHBOARD_LIST_MAX = 100
 
 
 def memory_mb() -> dict[str, float]:
@@ -65,11 +66,11 @@ class Answers:
 
     async def totals(self) -> dict[str, int]:
         queues = (await self.execute({"cmd": "ListQueues"})).get("queues") or []
-        totals = {"waiting": 0, "active": 0, "delayed": 0, "completed": 0, "dlq": 0}
+        totals = {"waiting": 0, "active": 0, "delayed": 0, "completed": 0, "dlq": 0, "prioritized": 0,
+                  "waiting-children": 0}
         for name in queues:
             counts = (await self.execute({"cmd": "GetJobCounts", "queue": name})).get("counts") or {}
-            totals["waiting"] += int(counts.get("waiting", 0)) + int(counts.get("prioritized", 0))
-            for key in ("active", "delayed", "completed"):
+            for key in ("waiting", "prioritized", "active", "delayed", "completed", "waiting-children"):
                 totals[key] += int(counts.get(key, 0))
         stats = (await self.execute({"cmd": "GetDlqStats"})).get("data", {}).get("stats", {})
         totals["dlq"] = int(stats.get("total", 0))
@@ -83,9 +84,12 @@ class Answers:
     async def health(self) -> tuple[Doc, int]:
         storage = await self.storage()
         degraded = bool(storage.get("diskFull"))
+        counts = await self.totals()
+        queues = {k: counts[k] for k in ("waiting", "active", "delayed", "completed", "dlq")}
+        queues["waiting"] += counts["prioritized"]
         doc: Doc = {"ok": not degraded, "status": "degraded" if degraded else "healthy",
                     "uptime": int(time.monotonic() - self.started), "version": __version__,
-                    "queues": await self.totals(), "connections": self.connections(), "memory": memory_mb()}
+                    "queues": queues, "connections": self.connections(), "memory": memory_mb()}
         if degraded:
             doc["storage"] = storage
         return doc, 503 if degraded else 200
@@ -104,12 +108,14 @@ class Answers:
         gc.collect()
         return {"ok": True, "before": before, "after": memory_mb()}
 
-    def heapstats(self) -> Doc:
+    async def heapstats(self) -> Doc:
+        _, overview = await self.overview()
         objects = gc.get_objects()
         top = Counter(type(o).__name__ for o in objects).most_common(20)
         return {"ok": True, "memory": memory_mb(),
                 "heap": {"objectCount": len(objects), "protectedCount": 0, "globalCount": len(sys.modules)},
-                "collections": {}, "topObjectTypes": [{"type": t, "count": c} for t, c in top]}
+                "collections": overview.get("collections") or {},
+                "topObjectTypes": [{"type": t, "count": c} for t, c in top]}
 
     # -- monitoring --------------------------------------------------------------------------------
 
@@ -118,31 +124,63 @@ class Answers:
         text = reply.get("metrics") or (reply.get("data") or {}).get("metrics") or ""
         return str(text)
 
+    async def overview(self) -> tuple[bool, Doc]:
+        reply = await self.execute({"cmd": "DashboardOverview"})
+        return bool(reply.get("ok")), reply.get("data") or {}
+
     async def stats(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
-        reply = await self.execute({"cmd": "Stats"})
-        return reply, 200
+        ok, overview = await self.overview()
+        counts = await self.totals()
+        stats: Doc = dict(overview.get("stats") or {})
+        stats.update(overview.get("throughput") or {})
+        stats.update({
+            "waiting": counts["waiting"], "prioritized": counts["prioritized"],
+            "waiting-children": counts["waiting-children"], "cronJobs": len(overview.get("crons") or []),
+            "cronPending": 0,
+        })
+        memory = {**memory_mb(), "external": 0, "arrayBuffers": 0}
+        return {"ok": ok, "stats": stats, "memory": memory, "collections": overview.get("collections") or {}}, 200
 
     async def metrics(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
-        reply = await self.execute({"cmd": "Stats"})
-        stats = reply.get("stats") or {}
+        ok, overview = await self.overview()
+        stats = overview.get("stats") or {}
         keys = ("totalPushed", "totalPulled", "totalCompleted", "totalFailed")
-        return {"ok": bool(reply.get("ok")), "metrics": {k: stats.get(k, 0) for k in keys}}, 200
+        return {"ok": ok, "metrics": {k: stats.get(k, 0) for k in keys}}, 200
 
     async def dashboard(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
-        return await self.execute({"cmd": "DashboardOverview"}), 200
+        ok, overview = await self.overview()
+        counts = await self.totals()
+        doc: Doc = {"ok": ok, **overview}
+        doc["stats"] = {**(overview.get("stats") or {}), "waiting": counts["waiting"]}
+        workers = overview.get("workers") or {}
+        listed = workers.get("list") or []
+        doc["workers"] = {**workers, "list": listed[:DASHBOARD_LIST_MAX], "truncated": len(listed) > DASHBOARD_LIST_MAX}
+        crons = overview.get("crons") or []
+        keys = ("name", "queue", "schedule", "repeatEvery", "nextRun", "executions")
+        doc["crons"] = {"total": len(crons), "list": [{k: c.get(k) for k in keys} for c in crons[:DASHBOARD_LIST_MAX]],
+                        "truncated": len(crons) > DASHBOARD_LIST_MAX}
+        return doc, 200
 
     async def dashboard_queues(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
         limit = _int_query(query, "limit") or DASHBOARD_LIMIT_DEFAULT
         limit = min(max(limit, 1), DASHBOARD_LIMIT_MAX)
         offset = max(_int_query(query, "offset") or 0, 0)
-        return await self.execute({"cmd": "DashboardQueues", "limit": limit, "offset": offset}), 200
+        reply = await self.execute({"cmd": "DashboardQueues"})
+        data = reply.get("data") or {}
+        rows = data.get("queues") or []
+        keys = ("name", "waiting", "delayed", "active", "dlq", "paused")
+        page = [{k: row.get(k) for k in keys} for row in rows[offset:offset + limit]]
+        return {"ok": bool(reply.get("ok")), "queues": page, "total": len(rows), "limit": limit, "offset": offset,
+                "timestamp": data.get("timestamp")}, 200
 
     async def dashboard_queue(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
         cmd: Doc = {"cmd": "DashboardQueue", "queue": params["q"]}
         if query.get("includeJobs") == "true":
             cmd["includeJobs"] = True
         reply = await self.execute(cmd)
-        return reply, 200 if reply.get("ok") else 400
+        if not reply.get("ok"):
+            return reply, 400
+        return {"ok": True, **(reply.get("data") or {})}, 200
 
     # -- queues ------------------------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ class HttpApi:
         if path in ("/gc", "/heapstats"):
             if not self.authorized(request):
                 return self.error("Unauthorized", 401, cors=False)
-            doc = await self.answers.gc() if path == "/gc" else self.answers.heapstats()
+            doc = await (self.answers.gc() if path == "/gc" else self.answers.heapstats())
             return self.json(doc)
         if not self.allowed(request):
             return self.error(errors.RATE_LIMIT_EXCEEDED, 429, cors=False)
