@@ -203,3 +203,37 @@ def test_rate_limit_answers_429_per_client_address() -> None:
         asyncio.run(check())
     finally:
         server.stop()
+
+
+async def test_monitoring_answers_in_the_originals_shapes(http: Any) -> None:
+    await fetch(http, "POST", "/queues/h-mon/jobs/bulk", json={"jobs": [{"data": 1}, {"data": 2, "priority": 4}]})
+    assert (await fetch(http, "POST", "/crons", json={"name": "h-mon-cron", "queue": "h-mon",
+                                                        "repeatEvery": 3600000}))[0] == 200
+    status, stats, _ = await fetch(http, "GET", "/stats")
+    assert status == 200 and stats["ok"] is True
+    wanted = {"waiting", "prioritized", "waiting-children", "totalPushed", "pushPerSec", "cronJobs"}
+    assert wanted <= set(stats["stats"])
+    assert stats["stats"]["totalPushed"] >= 2 and stats["stats"]["cronJobs"] >= 1
+    assert {"jobIndex", "jobLocks", "queuedTotal"} <= set(stats["collections"])
+    status, metrics, _ = await fetch(http, "GET", "/metrics")
+    assert set(metrics["metrics"]) == {"totalPushed", "totalPulled", "totalCompleted", "totalFailed"}
+    status, board, _ = await fetch(http, "GET", "/dashboard")
+    cron = next(c for c in board["crons"]["list"] if c["name"] == "h-mon-cron")
+    assert cron["repeatEvery"] == 3600000 and board["crons"]["truncated"] is False
+    status, page, _ = await fetch(http, "GET", "/dashboard/queues?limit=1&offset=0")
+    assert page["limit"] == 1 and page["offset"] == 0 and len(page["queues"]) == 1 and page["total"] >= 1
+    assert set(page["queues"][0]) == {"name", "waiting", "delayed", "active", "dlq", "paused"}
+    status, detail, _ = await fetch(http, "GET", "/dashboard/queues/h-mon")
+    assert status == 200 and detail["name"] == "h-mon" and detail["priorityCounts"] == {"0": 1, "4": 1}
+    assert (await fetch(http, "GET", "/dashboard/queues/bad%20name"))[0] == 400
+
+
+async def test_job_events_reach_sse_streams(http: Any) -> None:
+    async with http.get("/events/queues/h-sse") as resp:
+        await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+        await fetch(http, "POST", "/queues/h-sse-other/jobs", json={"data": 0})
+        _, pushed, _ = await fetch(http, "POST", "/queues/h-sse/jobs", json={"data": 1})
+        message = (await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)).decode()
+        lines = dict(line.split(": ", 1) for line in message.strip().splitlines())
+        assert lines["event"] == "job:pushed" and lines["id"].isdigit()
+        assert json.loads(lines["data"])["jobId"] == pushed["id"]
