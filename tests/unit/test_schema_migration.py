@@ -15,9 +15,11 @@ def test_version_1_file_gains_the_newer_tables(tmp_path: Path) -> None:
     conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
     conn.execute("INSERT INTO queues (name, settings) VALUES ('q', ?)", (schema.pack({"paused": True}),))
     conn.execute("COMMIT")
-    assert schema.migrate(conn) == schema.SCHEMA_VERSION == 3
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert schema.migrate(conn) == schema.SCHEMA_VERSION == 4
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
     conn.execute("INSERT INTO webhooks (id, record) VALUES ('h', ?)", (schema.pack({"id": "h"}),))
+    conn.execute("INSERT INTO crons (name, record) VALUES ('c', ?)", (schema.pack({"name": "c"}),))
     snap = schema.read_snapshot(conn, 4, 10)
-    assert snap.webhooks == [{"id": "h"}] and snap.queues == {"q": {"paused": True}}
+    assert snap.webhooks == [{"id": "h"}] and snap.crons == [{"name": "c"}]
+    assert snap.queues == {"q": {"paused": True}}
     conn.close()
