@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import math
-import resource
 import sys
 import time
 from collections import Counter
@@ -16,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from bunqueue import __version__
+from bunqueue.monitoring.snapshot import process_memory
 
 Executor = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 Doc = dict[str, Any]
@@ -27,18 +27,10 @@ DASHBOARD_LIST_MAX = 100
 
 
 def memory_mb() -> dict[str, float]:
-    """Resident set size (and the interpreter's view of its heap) in MB, as the original reports."""
-    rss = _rss_bytes()
-    allocated = sys.getallocatedblocks() * 64
-    return {"heapUsed": round(allocated / MB, 2), "heapTotal": round(rss / MB, 2), "rss": round(rss / MB, 2)}
-
-
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * resource.getpagesize()
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """Resident size and the heap in use / reserved, in MB, as the original reports them."""
+    mem = process_memory()
+    return {"heapUsed": round(mem.heap_used / MB, 2), "heapTotal": round(mem.heap_total / MB, 2),
+            "rss": round(mem.rss / MB, 2)}
 
 
 def _int_query(query: Query, name: str) -> int | None:
