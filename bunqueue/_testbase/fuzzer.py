@@ -46,6 +46,32 @@ def _nested(depth: int, as_map: bool, leaf: bytes) -> bytes:
     return (b"\x81\xa1k" if as_map else b"\x91") * depth + leaf
 
 
+def _prefixes(items: list[bytes]) -> tuple[bytes, list[int]]:
+    """``items`` packed end to end, and where each prefix of ``n`` items ends."""
+    ends = [0]
+    for item in items:
+        ends.append(ends[-1] + len(item))
+    return b"".join(items), ends
+
+
+# The oversized array and map are cut from one packing of the largest, as msgpack packs the smaller ones:
+# packing thousands of Python objects per draw would cost more than drawing everything else.
+_ARRAY_ITEMS = _prefixes([_packed(i) for i in range(20_000)])
+_MAP_ITEMS = _prefixes([_packed(f"k{i}") + _packed(i) for i in range(5_000)])
+
+
+def _counting_array(n: int) -> bytes:
+    """``_packed(list(range(n)))`` for 1,000 <= n < 65,536."""
+    items, ends = _ARRAY_ITEMS
+    return b"\xdc" + struct.pack(">H", n) + items[: ends[n]]
+
+
+def _counting_map(n: int) -> bytes:
+    """``_packed({f"k{i}": i for i in range(n)})`` for 1,000 <= n < 65,536."""
+    items, ends = _MAP_ITEMS
+    return b"\xde" + struct.pack(">H", n) + items[: ends[n]]
+
+
 LEAVES = st.sampled_from([b"\x01", b"\xa1x", b"\xc0", _packed(float("nan"))])
 HOSTILE = st.one_of(
     ORDINARY.map(_packed),
@@ -61,13 +87,13 @@ HOSTILE = st.one_of(
         b"\xc1",
     ]),
     st.builds(lambda n: _packed("q" * n), st.integers(257, 200_000)),
-    st.builds(lambda n: _packed(list(range(n))), st.integers(1_000, 20_000)),
-    st.builds(lambda n: _packed({f"k{i}": i for i in range(n)}), st.integers(1_000, 5_000)),
+    st.builds(_counting_array, st.integers(1_000, 20_000)),
+    st.builds(_counting_map, st.integers(1_000, 5_000)),
     st.builds(lambda n: _packed(b"\x00" * n), st.integers(1_000, 500_000)),
 )
 
 
-def _request(index: int, cmd: str, fields: dict[str, bytes], req_id: bytes | None) -> bytes:
+def request_body(index: int, cmd: str, fields: dict[str, bytes], req_id: bytes | None) -> bytes:
     items = [(_packed("cmd"), _packed(cmd)), (_packed("reqId"), _packed(index) if req_id is None else req_id)]
     for name, value in fields.items():
         if cmd in WAITING and name == "timeout":
@@ -87,7 +113,7 @@ REQUESTS = st.tuples(
 def batches(size: int) -> st.SearchStrategy[list[bytes]]:
     """``size`` hostile request bodies."""
     return st.lists(REQUESTS, min_size=size, max_size=size).map(
-        lambda parts: [_request(i, *part) for i, part in enumerate(parts)]
+        lambda parts: [request_body(i, *part) for i, part in enumerate(parts)]
     )
 
 
@@ -112,21 +138,40 @@ class FuzzConnection:
         self.queue = queue
         self.reply_timeout = reply_timeout
         self.client = RawClient(addr)
+        self.expected = 0
 
     def close(self) -> None:
         self.client.close()
 
     def run(self, batch: list[bytes], verdict: Verdict, settle: float = 0.0) -> None:
         """Send ``batch``; with ``settle``, also wait that long for replies that should not come."""
+        if self.send(batch, verdict):
+            self.check(verdict, settle)
+
+    def send(self, batch: list[bytes], verdict: Verdict) -> bool:
+        """Write ``batch`` between the healthy frames in one write; False if that already failed."""
         healthy = _packed({"cmd": "PUSH", "queue": self.queue, "name": "healthy", "data": {"n": 1},
                            "reqId": "healthy-push"})
         pull = _packed({"cmd": "PULL", "queue": self.queue, "reqId": "healthy-pull"})
         ping = _packed({"cmd": "Ping", "reqId": "healthy-ping"})
         bodies = [healthy, *batch, pull, ping]
         verdict.frames += len(batch)
+        self.expected = len(bodies)
         try:
             self.client.send_bytes(b"".join(frame(body) for body in bodies))
-            replies = self.collect(len(bodies))
+        except TimeoutError:
+            verdict.hangs += 1
+        except OSError:
+            verdict.silent_closes += 1
+        else:
+            return True
+        self.reconnect()
+        return False
+
+    def check(self, verdict: Verdict, settle: float = 0.0) -> None:
+        """Read and judge the replies to the batch ``send`` wrote."""
+        try:
+            replies = self.collect(self.expected)
         except TimeoutError:
             verdict.hangs += 1
             self.reconnect()
