@@ -163,7 +163,7 @@ def fuzz(addr: tuple[str, int], run: Run, corpus: Corpus, verdict: Verdict, serv
             if run.progress and time.monotonic() >= report_at:
                 report_at += 30
                 elapsed = time.monotonic() - started
-                rss = f", server RSS {server.rss_mb():.0f} MB" if server else ""
+                rss = f", server RSS {server.process.rss_mb():.0f} MB" if server else ""
                 print(f"{elapsed:.0f} s: {verdict.frames} frames ({verdict.frames / elapsed:.0f}/s), "
                       f"{corpus.distinct} distinct requests drawn{rss}, hangs {verdict.hangs}, "
                       f"internal errors {len(verdict.internal_errors)}, silent closes {verdict.silent_closes}, "
@@ -181,20 +181,6 @@ class Server:
     def __init__(self) -> None:
         self.log: IO[bytes] = tempfile.TemporaryFile()
         self.process = ServerProcess(env={"RATE_LIMIT_MAX_REQUESTS": "0"}, output=self.log).start()
-        assert self.process.proc is not None
-        self.pid = self.process.proc.pid
-
-    def rss_mb(self) -> float:
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return float("nan")
-
-    def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def log_lines(self) -> list[str]:
         self.log.seek(0)
@@ -230,8 +216,9 @@ def main() -> int:
     generator.start()
     corpus = Corpus(parcels, args.recent_mb << 20, random.Random(args.seed))
     verdict = Verdict()
+    corpus.receive(args.batch)  # the generator's start-up is not part of the run
     started = time.monotonic()
-    cpu_start = server.cpu_seconds() if server else 0.0
+    cpu_start = server.process.cpu_seconds() if server else 0.0
     try:
         fuzz(addr, run, corpus, verdict, server)
         pinger = RawClient(addr)
@@ -244,7 +231,7 @@ def main() -> int:
         generator.join()
         elapsed = time.monotonic() - started
         if server is not None:
-            rss, cpu, log = server.rss_mb(), server.cpu_seconds() - cpu_start, server.log_lines()
+            rss, cpu, log = server.process.rss_mb(), server.process.cpu_seconds() - cpu_start, server.log_lines()
             server.stop()
     print(f"frames {verdict.frames}, replies {verdict.replies}, in {elapsed:.0f} s ({verdict.frames / elapsed:.0f}/s)")
     print(f"requests drawn by hypothesis {corpus.drawn}, distinct {corpus.distinct}; "

@@ -66,6 +66,23 @@ class ServerProcess:
             self.proc.kill()
             return self.proc.wait()
 
+    def rss_mb(self) -> float:
+        """The server's resident memory now, from ``/proc``."""
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        """The server's utime + stime so far, from ``/proc``."""
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/stat") as stat:
+            # Fields after the command name, which is in parentheses and may hold spaces.
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stderr(self) -> str:
         assert self.proc is not None and self.proc.stderr is not None
         return self.proc.stderr.read().decode()
