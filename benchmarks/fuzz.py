@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any
 
-from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.frames import RawClient, frame
 from bunqueue._testbase.fuzzer import COMMANDS, REQUESTS, FuzzConnection, Verdict, request_body
 from bunqueue._testbase.server import ServerProcess
 
@@ -40,6 +40,9 @@ Request = tuple[str, dict[str, bytes], bytes | None]
 ROUND = 1_000
 # Distinct requests per message from the generator.
 PARCEL = 20
+# A batch whose replies take longer than the reply timeout (10 s) but come within this many seconds more
+# is late (a starved server on a shared machine), not a hang; both keep the batch for replay.
+LATE_GRACE = 60.0
 COMMAND_BITS = {cmd: 1 << i for i, cmd in enumerate(COMMANDS)}
 
 
@@ -142,7 +145,7 @@ class Run:
 
 
 def fuzz(addr: tuple[str, int], run: Run, corpus: Corpus, verdict: Verdict, server: Server | None) -> None:
-    conns = [FuzzConnection(addr, "") for _ in range(run.connections)]
+    conns = [FuzzConnection(addr, "", grace=LATE_GRACE) for _ in range(run.connections)]
     waiting = [False] * len(conns)
     req_ids = itertools.count(1)
     queues = itertools.count()
@@ -239,6 +242,13 @@ def main() -> int:
     print(f"hangs {verdict.hangs}, internal errors {len(verdict.internal_errors)}, "
           f"silent closes {verdict.silent_closes}, healthy jobs lost {verdict.lost_jobs}, server alive {alive}")
     print(f"replies that could not be encoded (admitted data the encoder cannot write): {verdict.unencodable}")
+    print(f"batches late (all replies, after more than 10 s): {verdict.late}")
+    if verdict.slow_batches:
+        keep = tempfile.mkdtemp(prefix="fuzz-slow-")
+        for i, batch in enumerate(verdict.slow_batches):
+            with open(os.path.join(keep, f"batch-{i}.frames"), "wb") as out:
+                out.write(b"".join(frame(body) for body in batch))
+        print(f"the frames of the late and hung batches are in {keep}")
     if server is not None:
         # INFO lines are the server's own (start, CompactMemory); anything else is worth reading.
         notable = [line for line in log if " INFO " not in line]

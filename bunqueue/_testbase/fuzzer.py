@@ -128,17 +128,28 @@ class Verdict:
     extra_replies: int = 0
     # Replies replaced because the server could not encode them: data it admitted but cannot send back.
     unencodable: int = 0
+    # Batches whose replies all came, but only after the reply timeout (within the connection's grace).
+    late: int = 0
+    # The request bodies of the batches that hung or came late, for replay.
+    slow_batches: list[list[bytes]] = field(default_factory=list)
 
 
 class FuzzConnection:
     """Sends a batch of hostile frames between a healthy PUSH and its PULL, and checks the answers."""
 
-    def __init__(self, addr: tuple[str, int], queue: str, reply_timeout: float = 10.0) -> None:
+    def __init__(
+        self, addr: tuple[str, int], queue: str, reply_timeout: float = 10.0, grace: float = 0.0
+    ) -> None:
         self.addr = addr
         self.queue = queue
         self.reply_timeout = reply_timeout
         self.client = RawClient(addr)
+        # How much longer to wait for the replies of a batch past ``reply_timeout`` before it counts as a
+        # hang rather than as late.
+        self.grace = grace
+        self.batch: list[bytes] = []
         self.expected = 0
+        self.replies: list[dict[str, Any]] = []
 
     def close(self) -> None:
         self.client.close()
@@ -156,11 +167,14 @@ class FuzzConnection:
         ping = _packed({"cmd": "Ping", "reqId": "healthy-ping"})
         bodies = [healthy, *batch, pull, ping]
         verdict.frames += len(batch)
+        self.batch = batch
         self.expected = len(bodies)
+        self.replies = []
         try:
             self.client.send_bytes(b"".join(frame(body) for body in bodies))
         except TimeoutError:
             verdict.hangs += 1
+            verdict.slow_batches.append(batch)
         except OSError:
             verdict.silent_closes += 1
         else:
@@ -171,12 +185,21 @@ class FuzzConnection:
     def check(self, verdict: Verdict, settle: float = 0.0) -> None:
         """Read and judge the replies to the batch ``send`` wrote."""
         try:
-            replies = self.collect(self.expected)
+            replies = self.collect(self.expected, self.reply_timeout)
         except TimeoutError:
-            verdict.hangs += 1
-            self.reconnect()
-            return
-        except (ConnectionError, OSError):
+            verdict.slow_batches.append(self.batch)
+            try:
+                replies = self.collect(self.expected, self.grace)
+            except TimeoutError:
+                verdict.hangs += 1
+                self.reconnect()
+                return
+            except OSError:
+                verdict.silent_closes += 1
+                self.reconnect()
+                return
+            verdict.late += 1
+        except OSError:
             verdict.silent_closes += 1
             self.reconnect()
             return
@@ -194,10 +217,10 @@ class FuzzConnection:
         if not (pushed and pushed.get("ok") and job and job.get("id") == pushed.get("id")):
             verdict.lost_jobs += 1
 
-    def collect(self, n: int) -> list[dict[str, Any]]:
-        """``n`` replies (event frames skipped); no more may follow."""
-        deadline = time.monotonic() + self.reply_timeout
-        replies: list[dict[str, Any]] = []
+    def collect(self, n: int, timeout: float) -> list[dict[str, Any]]:
+        """The batch's ``n`` replies (event frames skipped), the rest of them within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        replies = self.replies
         while len(replies) < n:
             body = self.client.raw_frame(deadline)
             reply = msgpack.unpackb(body, raw=False, strict_map_key=False)
