@@ -8,6 +8,9 @@ A queue is filled with ``--jobs`` jobs of ``--job-bytes`` each; the hostile clie
 Reported: server RSS before, at its peak while the client is connected, and after it closed; and the
 p50/p99 of sequential PUSH round trips of a second client before, during and after the hostile one
 (the machine's own noise shows in the difference between before and after).
+
+Last run (shared 2-core machine, load 3.5): RSS 52 MB, peak +14 MB, +1 MB after close; PUSH p99 0.41 ms
+before, 0.20 ms during, 0.21 ms after.
 """
 from __future__ import annotations
 
