@@ -32,14 +32,15 @@ PARTIAL_FILES = {
         "queue-metrics-and-trim-events", "prometheus-storage-compact", "workers-register-heartbeat-list",
         "webhooks-crud", "job-logs", "job-heartbeats", "dashboard-views", "logs-hundred-cap",
     ],
-    # 15_http: every scenario but flows (not served yet), the SSE system events and build_info's Bun version.
+    # 15_http: every scenario but flows (not served yet).
     "15_http.json": [
         "health-and-readiness", "cors-wildcard", "push-and-get-across-transports", "push-options", "bulk-push",
         "pull-ack-fail", "pull-batch-ack-batch", "pull-long-poll", "job-list-filters", "progress-and-logs",
         "job-mutations", "active-job-controls", "wait-for-job", "queue-counts-and-lists", "queue-control",
         "dead-letter-queue", "rate-limit-and-concurrency", "stall-and-dlq-config", "crons", "webhooks", "workers",
-        "monitoring-endpoints", "dashboard", "auth-bearer", "bad-requests", "gc-and-heapstats",
-        "http-push-tcp-worker", "websocket-commands-and-events",
+        "monitoring-endpoints", "dashboard", "prometheus", "sse-job-lifecycle", "sse-queue-filter",
+        "sse-queue-counts", "auth-bearer", "bad-requests", "gc-and-heapstats", "http-push-tcp-worker",
+        "websocket-commands-and-events",
     ],
 }
 # Spec scenarios of 14_spec_rules.json about the commands this version serves.

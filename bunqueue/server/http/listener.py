@@ -80,7 +80,9 @@ class HttpListener:
         return {"tcp": self.tcp_connections(), "ws": len(self.feed.sockets), "sse": len(self.feed.streams)}
 
     async def start(self, ssl_context: ssl.SSLContext | None) -> None:
-        self.runner = web.AppRunner(build_app(self.api), handle_signals=False, access_log=None)
+        # A client that goes away cancels its handler: an event stream leaves at once, a long-poll stops.
+        self.runner = web.AppRunner(build_app(self.api), handle_signals=False, access_log=None,
+                                    handler_cancellation=True)
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.settings.host, self.settings.http_port, ssl_context=ssl_context,
                            reuse_address=True, backlog=1024)
