@@ -190,7 +190,7 @@ class EventFeed:
 
     # -- SSE ---------------------------------------------------------------------------------------
 
-    async def sse(self, request: web.Request, queue: str | None) -> web.StreamResponse:
+    async def sse(self, request: web.BaseRequest, queue: str | None) -> web.StreamResponse:
         if len(self.streams) >= MAX_CLIENTS:
             return web.Response(text="Too many SSE connections", status=503)
         response = web.StreamResponse(headers={
@@ -220,7 +220,7 @@ class EventFeed:
 
     # -- WebSocket ---------------------------------------------------------------------------------
 
-    async def websocket(self, request: web.Request, queue: str | None, on_text: Callable[[WsClient, str], None],
+    async def websocket(self, request: web.BaseRequest, queue: str | None, on_text: Callable[[WsClient, str], None],
                         ) -> web.StreamResponse:
         if len(self.sockets) >= MAX_CLIENTS:
             return web.json_response({"ok": False, "error": "Too many WebSocket connections"}, status=503)
