@@ -97,7 +97,8 @@ def _progress_line(row: Row) -> str:
         return f"    {name:<11} FAILED: {'; '.join(row.get('problems') or [row.get('error', '?')])}"
     line = f"    {name:<11} {row['rate']:>11,.0f} {row['unit']:<6}"
     if row.get("cpu_s_per_1k") is not None:
-        line += f"  server cpu {row['cpu_s_per_1k']:.4f} s/1k jobs"
+        per = "requests" if row["unit"] == "req/s" else "jobs"
+        line += f"  server cpu {row['cpu_s_per_1k']:.4f} s/1k {per}"
     if "p50_us" in row:
         line += f"  p50/p99/p999 {row['p50_us']}/{row['p99_us']}/{row['p999_us']} us"
     return line

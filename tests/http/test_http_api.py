@@ -48,6 +48,19 @@ async def test_health_probes_answer_without_a_token(http: Any) -> None:
     assert (await fetch(http, "GET", "/ready"))[:2] == (200, {"ok": True, "ready": True})
 
 
+async def test_health_counts_waiting_jobs_as_the_original_does(http: Any) -> None:
+    async def waiting() -> int:
+        return int((await fetch(http, "GET", "/health"))[1]["queues"]["waiting"])
+
+    before = await waiting()
+    await fetch(http, "POST", "/queues/h-hw/jobs", json={"data": 1, "priority": 5})
+    await fetch(http, "POST", "/queues/h-hw/jobs", json={"data": 2})
+    await fetch(http, "POST", "/queues/h-hw-paused/jobs", json={"data": 3})
+    await fetch(http, "POST", "/queues/h-hw-paused/pause")
+    # Prioritized jobs are not "waiting" there; a paused queue's jobs are.
+    assert await waiting() - before == 2
+
+
 async def test_push_over_http_is_the_same_job_over_tcp(http: Any, http_server: ServerProcess) -> None:
     status, body, _ = await fetch(http, "POST", "/queues/h-x/jobs", json={"name": 42, "data": {"k": 1}, "attempts": 5})
     assert status == 200 and body["ok"] is True

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
+from bunqueue.monitoring.snapshot import totals
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.app import HttpApi, build_server
 from bunqueue.server.http.streams import EventFeed
@@ -73,7 +75,7 @@ class HttpListener:
     def __init__(self, settings: Settings, runner: CommandRunner, tcp_connections: Callable[[], int]) -> None:
         self.settings = settings
         self.execute = executor(runner)
-        self.answers = Answers(self.execute, self.connection_counts)
+        self.answers = Answers(self.execute, self.connection_counts, partial(totals, runner.broker))
         self.feed = EventFeed(runner, settings.cors_origin)
         self.tcp_connections = tcp_connections
         self.api = HttpApi(
