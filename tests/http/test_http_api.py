@@ -150,6 +150,20 @@ async def test_websocket_runs_commands_and_checks_subscriptions(http: Any) -> No
     assert (status, text) == (400, "WebSocket upgrade failed")
 
 
+async def test_websocket_subscribers_receive_the_system_events_they_named(http: Any) -> None:
+    async with http.ws_connect("/ws") as ws:
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": ["queue:*"]}))
+        assert json.loads(await ws.receive_str()) == {"ok": True, "subscribed": ["queue:*"]}
+        await ws.send_str(json.dumps({"cmd": "PUSH", "queue": "h-ws-sys", "name": "n", "data": 1, "reqId": "p"}))
+        messages = [json.loads(await asyncio.wait_for(ws.receive_str(), 5)) for _ in range(3)]
+        events = {m["event"]: m for m in messages if "event" in m}
+        assert [m for m in messages if "event" not in m][0]["reqId"] == "p"
+        assert events["queue:created"]["data"] == {"queue": "h-ws-sys"} and events["queue:created"]["ts"] > 0
+        assert events["queue:counts"]["data"]["waiting"] == 1
+        # job:pushed was not asked for.
+        assert set(events) == {"queue:created", "queue:counts"}
+
+
 async def test_sse_stream_opens_with_retry_and_client_id(http: Any) -> None:
     async with http.get("/events") as resp:
         assert resp.status == 200 and resp.headers["Content-Type"] == "text/event-stream"
