@@ -1,4 +1,4 @@
-"""The aiohttp application behind `--http-port`, in the order the Bun original answers:
+"""The HTTP handler behind `--http-port` (on aiohttp's low-level server), in the order the Bun original answers:
 
 1. `OPTIONS` anywhere: CORS preflight (204). 2. `/health`, `/healthz`, `/live`, `/ready`: open, not
 rate limited. 3. `POST /gc`, `GET /heapstats`: token. 4. the rate limit. 5. `/ws...`, `/events...`:
