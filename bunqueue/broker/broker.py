@@ -39,6 +39,7 @@ from bunqueue.broker.deadlines import (
 from bunqueue.broker.dedup import UniqueKeys
 from bunqueue.broker.dependencies import Dependencies
 from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.flowpolicy import FlowPolicies
 from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.limits import RateLimitWakeups
 from bunqueue.broker.queue import Queues, QueueState
@@ -89,6 +90,9 @@ class Broker:
             rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
+        # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
+        self.flows = t.flows = FlowPolicies(self.jobs)
+        self.flows.transitions = t
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
@@ -147,7 +151,7 @@ class Broker:
         if job.repeat is not None:
             repeat.check(job, opts["repeat"], now)
         if job.group_id is not None:
-            self._check_group_caps([job])
+            self.check_group_caps([job])
         if job.unique_key is not None:
             self.keys.preflight(job, now, self.deps.dependents)
         counters = self.counters
@@ -183,7 +187,7 @@ class Broker:
                     repeat.check(job, items[i]["repeat"], now)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
-        self._check_group_caps(jobs)
+        self.check_group_caps(jobs)
         for i, job in enumerate(jobs):
             if job.unique_key is not None:
                 try:
@@ -205,7 +209,7 @@ class Broker:
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
         return job
 
-    def _check_group_caps(self, jobs: list[Job]) -> None:
+    def check_group_caps(self, jobs: list[Job]) -> None:
         """groupMaxSize is checked for the batch as a whole: earlier members count toward later caps."""
         added: dict[tuple[str, str], int] = {}
         for job in jobs:

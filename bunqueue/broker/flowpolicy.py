@@ -1,0 +1,108 @@
+"""What a child's terminal failure does to its flow parent, and the failure values parents keep.
+
+A child that fails for good (DLQ or removeOnFail, never a retried attempt) with a parent applies its
+one policy, if any, while the parent is still queued or waiting for children:
+
+* ``failParentOnFailure``: the parent goes to the DLQ (reason ``unknown``, error
+  ``Child job <id> failed: <error>``);
+* ``removeDependencyOnFailure``: the parent stops waiting for that child (and runs if nothing else holds
+  it);
+* ``ignoreDependencyOnFailure``: the same, and the error is kept for ``GetIgnoredChildrenFailures``;
+* ``continueParentOnFailure``: the error is kept for ``GetFailedChildrenValues`` and the parent runs now,
+  whatever else it was waiting for.
+
+Without a policy the parent keeps waiting. Each case touches the one parent: no scan of other jobs.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from bunqueue import errors
+from bunqueue._core.jobs import Job
+from bunqueue.broker import states
+from bunqueue.broker.dependencies import Dependencies
+from bunqueue.storage import Store
+
+
+class ParentMoves(Protocol):
+    """The transitions a policy makes (``broker.transitions.Transitions``)."""
+
+    deps: Dependencies
+    store: Store
+
+    def fail_parent(self, job: Job, error: str, now: float) -> None: ...
+
+    def release_parent(self, job: Job, now: float) -> None: ...
+
+
+# Where a parent may be for a policy to apply to it.
+WAITING_PARENT = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN))
+
+
+class FlowPolicies:
+    __slots__ = ("failed_values", "ignored_failures", "jobs", "reserved", "transitions")
+
+    def __init__(self, jobs: dict[str, Job]) -> None:
+        self.jobs = jobs
+        # Parent id -> {"<queue>:<childId>": error} (continueParentOnFailure / ignoreDependencyOnFailure).
+        self.failed_values: dict[str, dict[str, Any]] = {}
+        self.ignored_failures: dict[str, dict[str, Any]] = {}
+        # Ids of PUSHF graphs being committed: taken, though not yet visible.
+        self.reserved: set[str] = set()
+        self.transitions: ParentMoves | None = None
+
+    def child_failed(self, child: Job, error: Any, now: float) -> None:
+        """``child`` failed terminally: apply its policy to its parent."""
+        parent = self.jobs.get(child.parent_id)
+        if parent is None or parent.state not in WAITING_PARENT:
+            return
+        t = self.transitions
+        assert t is not None
+        shown = errors.CHILD_FAILED_DEFAULT if error is None else error
+        if child.fail_parent_on_failure:
+            self.failed_values.pop(parent.id, None)
+            self.ignored_failures.pop(parent.id, None)
+            t.fail_parent(parent, errors.child_failed(child.id, shown), now)
+            return
+        key = f"{child.queue}:{child.id}"
+        if child.continue_parent_on_failure:
+            self.failed_values.setdefault(parent.id, {})[key] = shown
+            parent.depends_on = []
+            if parent.state == states.WAITING_CHILDREN:
+                t.release_parent(parent, now)
+            else:
+                t.store.job_changed(parent)
+        elif child.remove_dependency_on_failure or child.ignore_dependency_on_failure:
+            if child.ignore_dependency_on_failure:
+                self.ignored_failures.setdefault(parent.id, {})[key] = shown
+            self.drop_dependency(parent, child.id, now)
+
+    def drop_dependency(self, parent: Job, dep_id: str, now: float) -> bool:
+        """``parent`` no longer depends on ``dep_id``; it runs if that was its last unfinished one."""
+        if parent.state != states.WAITING_CHILDREN or dep_id not in parent.depends_on:
+            return False
+        parent.depends_on = [dep for dep in parent.depends_on if dep != dep_id]
+        t = self.transitions
+        assert t is not None
+        t.deps.drop(parent, dep_id)
+        if not parent.pending_deps:
+            t.release_parent(parent, now)
+        else:
+            t.store.job_changed(parent)
+        return True
+
+    def restore(self, jobs: list[Job], dlq_errors: dict[str, Any]) -> None:
+        """After a restart: the kept failures of children in the DLQ whose parent still waits."""
+        jobs_by_id = self.jobs
+        for child in jobs:
+            if child.parent_id is None or child.state != states.FAILED:
+                continue
+            parent = jobs_by_id.get(child.parent_id)
+            if parent is None or parent.state not in states.LIVE:
+                continue
+            error = dlq_errors.get(child.id, errors.CHILD_FAILED_DEFAULT)
+            key = f"{child.queue}:{child.id}"
+            if child.continue_parent_on_failure:
+                self.failed_values.setdefault(parent.id, {})[key] = error
+            elif child.ignore_dependency_on_failure:
+                self.ignored_failures.setdefault(parent.id, {})[key] = error
