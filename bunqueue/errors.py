@@ -296,6 +296,7 @@ FLOW_POLICIES_EXCLUSIVE = "flow failure policies are mutually exclusive"
 FLOW_POLICY_NEEDS_PARENT = "a flow failure policy requires a parent"
 FLOW_CYCLE = "flow contains a dependency cycle"
 FLOW_OWN_PARENT = "A flow job cannot be its own parent"
+JOB_OWN_PARENT = "A job cannot be its own parent"
 MOVE_NOT_ACTIVE = "Job is not active"
 CHILD_FAILED_DEFAULT = "unknown error"
 
@@ -386,6 +387,10 @@ def parent_not_found(job_id: Any) -> str:
 
 def parent_not_linkable(job_id: str) -> str:
     return f"Parent job {shown(job_id)} is not linkable"
+
+
+def parent_in_other_queue(parent_id: str, queue: str, expected: str) -> str:
+    return f"Parent job {shown(parent_id)} belongs to queue {shown(queue)}, not {shown(expected)}"
 
 
 def child_owned_elsewhere(child_id: str, owner: str) -> str:

@@ -154,11 +154,14 @@ class Broker:
             self.check_group_caps([job])
         if job.unique_key is not None:
             self.keys.preflight(job, now, self.deps.dependents)
+        parent = self.flows.parent_of_push(job) if job.parent_id is not None else None
         counters = self.counters
         before = counters.pushed
         job_id = self._admit(job, now)
         if counters.pushed != before:
             counters.queue(queue).events += 1
+            if parent is not None:
+                self.flows.adopt(parent, job_id, False)
         return job_id
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
@@ -176,6 +179,8 @@ class Broker:
             except CommandError as exc:
                 raise CommandError(errors.batch_item(i, exc.message)) from None
         batch_ids = {job.custom_id for job in jobs if job.custom_id is not None}
+        # Existing parents that jobs of the batch join (Queue.add with a parent), by index.
+        parents: dict[int, Job] = {}
         for i, job in enumerate(jobs):
             if job.pending_deps is not None:
                 try:
@@ -187,6 +192,13 @@ class Broker:
                     repeat.check(job, items[i]["repeat"], now)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
+            if job.parent_id is not None:
+                try:
+                    parent = self.flows.parent_of_push(job)
+                except CommandError as exc:
+                    raise CommandError(errors.batch_item(i, exc.message)) from None
+                if parent is not None:
+                    parents[i] = parent
         self.check_group_caps(jobs)
         for i, job in enumerate(jobs):
             if job.unique_key is not None:
@@ -201,6 +213,9 @@ class Broker:
         ids = [admit(job, now, q) for job in jobs]
         # One journal count per batch: admit counts the jobs, the queue's share is the difference.
         counters.queue(queue).events += counters.pushed - before
+        for i, parent in parents.items():
+            if self.jobs.get(ids[i]) is jobs[i]:
+                self.flows.adopt(parent, ids[i], False)
         return ids
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:

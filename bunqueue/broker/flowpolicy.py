@@ -21,7 +21,11 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.dependencies import Dependencies
+from bunqueue.errors import CommandError
 from bunqueue.storage import Store
+
+# The marker older clients give a child before its parent exists.
+PENDING_PARENT = "pending"
 
 
 class ParentMoves(Protocol):
@@ -31,6 +35,8 @@ class ParentMoves(Protocol):
     store: Store
 
     def fail_parent(self, job: Job, error: str, now: float) -> None: ...
+
+    def hold_for_children(self, job: Job) -> None: ...
 
     def release_parent(self, job: Job, now: float) -> None: ...
 
@@ -50,6 +56,49 @@ class FlowPolicies:
         # Ids of PUSHF graphs being committed: taken, though not yet visible.
         self.reserved: set[str] = set()
         self.transitions: ParentMoves | None = None
+
+    def parent_of_push(self, job: Job) -> Job | None:
+        """The existing parent a pushed job joins (``Queue.add`` with ``parent: {id, queue}``), or None.
+
+        A push names its parent by ``parentId`` with the same id and the parent's queue in the flow
+        metadata of its data; a bare ``parentId`` (or the legacy marker ``pending``) is a forward
+        reference that UpdateParent links later.
+        """
+        parent_id = job.parent_id
+        data = job.data
+        if type(data) is not dict or data.get("__parentId") != parent_id or parent_id == PENDING_PARENT:
+            return None
+        queue = data.get("__parentQueue")
+        if type(queue) is not str or not queue:
+            return None
+        if job.custom_id == parent_id:
+            raise CommandError(errors.JOB_OWN_PARENT)
+        parent = self.jobs.get(parent_id)
+        if parent is None:
+            raise CommandError(errors.parent_not_found(parent_id))
+        if parent.state not in WAITING_PARENT:
+            raise CommandError(errors.parent_not_linkable(parent_id))
+        if parent.queue != queue:
+            raise CommandError(errors.parent_in_other_queue(parent_id, parent.queue, queue))
+        return parent
+
+    def adopt(self, parent: Job, child_id: str, finished: bool) -> None:
+        """A new edge: ``parent`` declares ``child_id`` and, unless the child already finished, waits
+        for it."""
+        parent.children_ids = [*parent.children_ids, child_id]
+        if type(parent.data) is dict:
+            parent.data = {**parent.data, "__childrenIds": list(parent.children_ids)}
+        if child_id not in parent.depends_on:
+            parent.depends_on = [*parent.depends_on, child_id]
+        t = self.transitions
+        assert t is not None
+        if finished:
+            t.store.job_changed(parent)
+            return
+        if parent.pending_deps is None:
+            parent.pending_deps = set()
+        parent.pending_deps.add(child_id)
+        t.hold_for_children(parent)
 
     def child_failed(self, child: Job, error: Any, now: float) -> None:
         """``child`` failed terminally: apply its policy to its parent."""

@@ -17,12 +17,10 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import flowgraph, states
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.flowpolicy import WAITING_PARENT
+from bunqueue.broker.flowpolicy import PENDING_PARENT, WAITING_PARENT
 from bunqueue.broker.jobcontrol import cancel, check_lease
 from bunqueue.errors import CommandError
 
-# The marker older clients give a child before its parent exists.
-PENDING_PARENT = "pending"
 DETACHABLE = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN, states.ACTIVE))
 
 
@@ -179,25 +177,11 @@ def update_parent(broker: Broker, child_id: str, parent_id: str) -> None:
         child.data = {**child.data, "__parentId": parent_id, "__parentQueue": parent.queue}
     broker.store.job_changed(child)
     if not declared:
-        _link(broker, parent, child_id)
+        broker.flows.adopt(parent, child_id, _completed(broker, child_id))
     if child.state == states.FAILED:
         entry = broker.dlq.get(child_id)
         error = entry["error"] if entry is not None else None
         broker.flows.child_failed(child, error if error is not None else "Child job failed", broker.clock())
-
-
-def _link(broker: Broker, parent: Job, child_id: str) -> None:
-    parent.children_ids = [*parent.children_ids, child_id]
-    parent.data = _with_children(parent.data, parent.children_ids)
-    if child_id not in parent.depends_on:
-        parent.depends_on = [*parent.depends_on, child_id]
-    if _completed(broker, child_id):
-        broker.store.job_changed(parent)
-        return
-    if parent.pending_deps is None:
-        parent.pending_deps = set()
-    parent.pending_deps.add(child_id)
-    broker.transitions.hold_for_children(parent)
 
 
 def move_to_waiting_children(broker: Broker, job_id: Any, token: Any) -> None:

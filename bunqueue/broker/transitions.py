@@ -249,6 +249,8 @@ class Transitions:
             q.remove_queued(job)
             job.state = states.WAITING_CHILDREN
             q.park(job.id)
+        if job.timeline[-1]["state"] != states.WAITING_CHILDREN_NAME:
+            add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": self.clock()})
         dependents = self.dependents
         for dep in job.pending_deps or ():
             dependents.setdefault(dep, set()).add(job.id)
@@ -280,6 +282,7 @@ class Transitions:
         self.take_out(job)
         if job.unique_key is not None:
             self.keys.release(job)
+        self.record_failure(job, "unknown", error, now)
         self.dead_letter(job, "unknown", error, now)
         if self.events.wanted:
             self.events.failed(job, error, True)

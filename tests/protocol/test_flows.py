@@ -332,3 +332,35 @@ async def test_three_level_tree(conn: Connection, queue_name: str) -> None:
     for expected in ("T2", "T1", "T0"):
         assert await run_child(conn, q, result=expected) == expected
     assert (await call(conn, {"cmd": "GetChildrenValues", "id": "T0"}))["data"]["values"] == {f"{q}:T1": "T1"}
+
+
+async def test_push_with_a_parent_joins_it(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    parent = (await call(conn, {"cmd": "PUSH", "queue": p, "name": "parent", "data": {"x": 1}}))["id"]
+    meta = {"__parentId": parent, "__parentQueue": p}
+    kid = (await call(conn, {"cmd": "PUSH", "queue": c, "name": "kid", "data": {"k": 1, **meta},
+                             "parentId": parent}))["id"]
+    batch = (await call(conn, {"cmd": "PUSHB", "queue": c, "jobs": [
+        {"name": "kid2", "data": {**meta}, "parentId": parent}]}))["ids"]
+    view = (await call(conn, {"cmd": "GetJob", "id": parent}))["job"]
+    assert view["state"] == "waiting-children" and view["childrenIds"] == [kid, *batch]
+    assert view["dependsOn"] == [kid, *batch] and view["data"] == {"x": 1, "__childrenIds": [kid, *batch]}
+    await run_child(conn, c, result=1)
+    await run_child(conn, c, result=2)
+    assert await state(conn, parent) == "waiting"
+    # A forward reference is kept for UpdateParent; a named parent must exist in the named queue.
+    pending = await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", "parentId": "pending",
+                                "data": {"__parentId": "pending", "__parentQueue": p}})
+    assert pending["ok"] is True
+    refusals = [
+        ({"parentId": "ghost", "data": {"__parentId": "ghost", "__parentQueue": p}}, "Parent job not found: ghost"),
+        ({"parentId": parent, "data": {"__parentId": parent, "__parentQueue": "elsewhere"}},
+         f"Parent job {parent} belongs to queue {p}, not elsewhere"),
+        ({"jobId": "self", "parentId": "self", "data": {"__parentId": "self", "__parentQueue": p}},
+         "A job cannot be its own parent"),
+    ]
+    for opts, error in refusals:
+        assert await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", **opts}) == {"ok": False, "error": error}
+    await call(conn, {"cmd": "PULL", "queue": p})
+    assert await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", "parentId": parent, "data": meta}) == {
+        "ok": False, "error": f"Parent job {parent} is not linkable"}
