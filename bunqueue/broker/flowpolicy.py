@@ -109,8 +109,7 @@ class FlowPolicies:
         assert t is not None
         shown = errors.CHILD_FAILED_DEFAULT if error is None else error
         if child.fail_parent_on_failure:
-            self.failed_values.pop(parent.id, None)
-            self.ignored_failures.pop(parent.id, None)
+            self.forget_parent(parent.id)
             t.fail_parent(parent, errors.child_failed(child.id, shown), now)
             return
         key = f"{child.queue}:{child.id}"
@@ -125,6 +124,11 @@ class FlowPolicies:
             if child.ignore_dependency_on_failure:
                 self.ignored_failures.setdefault(parent.id, {})[key] = shown
             self.drop_dependency(parent, child.id, now)
+
+    def forget_parent(self, parent_id: str) -> None:
+        """A parent finished (completed or failed for good): its kept failures go, as in the reference."""
+        self.failed_values.pop(parent_id, None)
+        self.ignored_failures.pop(parent_id, None)
 
     def drop_dependency(self, parent: Job, dep_id: str, now: float) -> bool:
         """``parent`` no longer depends on ``dep_id``; it runs if that was its last unfinished one."""

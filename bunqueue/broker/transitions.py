@@ -473,6 +473,8 @@ class Transitions:
                 self.store.job_changed(parked)
         if job.repeat is not None and self.repeats is not None:
             self.repeats.completed(job, now)
+        if job.children_ids and self.flows is not None:
+            self.flows.forget_parent(job_id)
 
     # -- lost attempts -------------------------------------------------------------------------------
 
@@ -600,8 +602,11 @@ class Transitions:
             self.records.delete(job)
         else:
             self.dead_letter(job, reason, error, now)
-        if job.parent_id is not None and self.flows is not None:
-            self.flows.child_failed(job, error, now)
+        if self.flows is not None:
+            if job.parent_id is not None:
+                self.flows.child_failed(job, error, now)
+            if job.children_ids:
+                self.flows.forget_parent(job.id)
 
     # -- the DLQ -------------------------------------------------------------------------------------
 

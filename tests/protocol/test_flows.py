@@ -364,3 +364,13 @@ async def test_push_with_a_parent_joins_it(conn: Connection, queue_name: str) ->
     await call(conn, {"cmd": "PULL", "queue": p})
     assert await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", "parentId": parent, "data": meta}) == {
         "ok": False, "error": f"Parent job {parent} is not linkable"}
+
+
+async def test_kept_failures_go_when_the_parent_completes(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("GP", p, ["GK"], c, maxAttempts=1, continueParentOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {f"{c}:GK": "boom"}
+    await run_child(conn, p, result="done")
+    assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {}
