@@ -20,6 +20,11 @@ MAX_JOB_DATA_CHARS = 10 * 1024 * 1024
 MAX_FLOW_DATA_CHARS = 64 * 1024 * 1024
 POLICIES = ("failParentOnFailure", "removeDependencyOnFailure", "continueParentOnFailure",
             "ignoreDependencyOnFailure")
+# Options that are refused, or checked for conflicts, only when present: most members name none of them.
+_SCREENED = frozenset(("repeat", "uniqueKey", "dedup", "debounceId", "debounceTtl", *POLICIES))
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 class Planned(NamedTuple):
@@ -109,6 +114,12 @@ def _check_input(opts: dict[str, Any], measure: bool) -> int:
     size = _json_length(data) if measure else 0
     if size > MAX_JOB_DATA_CHARS:
         raise CommandError(errors.JOB_DATA_TOO_LARGE)
+    if not _SCREENED.isdisjoint(opts):
+        _check_screened(opts)
+    return size
+
+
+def _check_screened(opts: dict[str, Any]) -> None:
     if opts.get("repeat") is not None:
         raise CommandError(errors.FLOW_REPEAT)
     if opts.get("uniqueKey") is not None or opts.get("dedup") is not None:
@@ -125,7 +136,6 @@ def _check_input(opts: dict[str, Any], measure: bool) -> int:
         raise CommandError(errors.FLOW_POLICIES_EXCLUSIVE)
     if chosen and not opts.get("parentId"):
         raise CommandError(errors.FLOW_POLICY_NEEDS_PARENT)
-    return size
 
 
 def _json_length(data: Any) -> int:
@@ -144,10 +154,10 @@ def _check_topology(planned: list[Planned]) -> None:
     by_id = {member.id: member for member in planned}
     for member in planned:
         job_id = member.id
-        deps = set(member.depends_on)
+        deps = set(member.depends_on) if member.depends_on else _NONE
         if len(deps) != len(member.depends_on):
             raise CommandError(errors.flow_duplicate_dependency(job_id))
-        if len(set(member.children)) != len(member.children):
+        if member.children and len(set(member.children)) != len(member.children):
             raise CommandError(errors.flow_duplicate_child(job_id))
         for dep in member.depends_on:
             if dep not in by_id:
@@ -176,17 +186,19 @@ def _check_topology(planned: list[Planned]) -> None:
 
 def _check_acyclic(planned: list[Planned]) -> None:
     """Peel off members whose dependencies are all peeled (Kahn's order); any left over form a cycle."""
-    unmet = {member.id: len(member.depends_on) for member in planned}
+    unmet = {member.id: len(member.depends_on) for member in planned if member.depends_on}
+    if not unmet:
+        return
     dependents: dict[str, list[str]] = {}
     for member in planned:
         for dep in member.depends_on:
             dependents.setdefault(dep, []).append(member.id)
-    ready = [job_id for job_id, count in unmet.items() if count == 0]
+    ready = [member.id for member in planned if not member.depends_on]
     peeled = 0
     while ready:
         job_id = ready.pop()
         peeled += 1
-        for dependent in dependents.get(job_id, ()):
+        for dependent in dependents.get(job_id, _NONE):
             unmet[dependent] -= 1
             if unmet[dependent] == 0:
                 ready.append(dependent)
