@@ -3,28 +3,12 @@ kill -9, parents keep waiting for the children that have not completed, and chil
 failures survive."""
 from __future__ import annotations
 
-import os
-import signal
 from pathlib import Path
 
 import pytest
+from test_restart import restart, start
 
 from bunqueue._testbase.frames import RawClient
-from bunqueue._testbase.server import ServerProcess
-
-
-def start(data: Path) -> ServerProcess:
-    return ServerProcess(env={"BUNQUEUE_DATA_PATH": str(data), "RATE_LIMIT_MAX_REQUESTS": "0"}).start()
-
-
-def restart(proc: ServerProcess, data: Path, kill: bool) -> ServerProcess:
-    if kill:
-        assert proc.proc is not None
-        os.kill(proc.proc.pid, signal.SIGKILL)
-        proc.proc.wait()
-    else:
-        assert proc.stop() == 0
-    return start(data)
 
 
 def flow(parent: str, kids: list[str], **child_opts: object) -> dict[str, object]:
@@ -58,7 +42,7 @@ def test_a_graph_and_its_progress_survive_restarts(tmp_path: Path, kill: bool) -
         assert c.call(flow("P", ["A", "B", "C"]))["ok"]
         assert c.call(flow("IP", ["IA", "IB"], ignoreDependencyOnFailure=True))["ok"]
         c.close()
-        proc = restart(proc, data, kill)
+        proc = restart(proc, data, kill=kill)
         c = RawClient(proc.addr)
         states = {job_id: c.call({"cmd": "GetState", "id": job_id})["state"]
                   for job_id in ("P", "A", "B", "C", "IP", "IA", "IB")}
@@ -67,7 +51,7 @@ def test_a_graph_and_its_progress_survive_restarts(tmp_path: Path, kill: bool) -
         settle(c, "A", {"a": 1})
         settle(c, "IA", fail=True)
         c.close()
-        proc = restart(proc, data, kill)
+        proc = restart(proc, data, kill=kill)
         c = RawClient(proc.addr)
         assert c.call({"cmd": "GetState", "id": "P"})["state"] == "waiting-children"
         assert c.call({"cmd": "GetChildrenValues", "id": "P"})["data"]["values"] == {"fc:A": {"a": 1}}
