@@ -154,9 +154,9 @@ def remove_unprocessed_children(broker: Broker, parent_id: Any) -> None:
             cancel(broker, child_id)
 
 
-def update_parent(broker: Broker, child_id: str, parent_id: str) -> None:
+def update_parent(broker: Broker, child_id: Any, parent_id: Any) -> None:
     """UpdateParent: link a child to a parent (legacy multi-request flows)."""
-    if child_id == parent_id:
+    if type(child_id) is str and child_id == parent_id:
         raise CommandError(errors.FLOW_OWN_PARENT)
     child = broker.find_job(child_id)
     parent = broker.find_job(parent_id)
@@ -166,6 +166,7 @@ def update_parent(broker: Broker, child_id: str, parent_id: str) -> None:
         raise CommandError(errors.child_not_found(child_id))
     if parent is None:
         raise CommandError(errors.parent_not_found(parent_id))
+    child_id, parent_id = child.id, parent.id
     for owner in (child.parent_id, _data_get(child.data, "__parentId")):
         if owner and owner != PENDING_PARENT and owner != parent_id:
             raise CommandError(errors.child_owned_elsewhere(child_id, owner))

@@ -43,7 +43,7 @@ def _pushf_reply(jobs: list[Job]) -> Reply:
 
 
 def handle_update_parent(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    flows.update_parent(broker, options.job_id_arg(cmd, "childId"), options.job_id_arg(cmd, "parentId"))
+    flows.update_parent(broker, cmd.get("childId"), cmd.get("parentId"))
     return {"ok": True}
 
 

@@ -374,3 +374,36 @@ async def test_kept_failures_go_when_the_parent_completes(conn: Connection, queu
     assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {f"{c}:GK": "boom"}
     await run_child(conn, p, result="done")
     assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {}
+
+
+HOSTILE = [None, 5, -1.5, True, [], ["a", 1], {}, {"a": [1]}, "x" * 5000, float("nan"), b"\x00\x01"]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+async def test_flow_commands_answer_hostile_values(conn: Connection, queue_name: str, value: Any) -> None:
+    requests = [
+        {"cmd": "PUSHF", "jobs": value},
+        {"cmd": "PUSHF", "jobs": [value]},
+        {"cmd": "PUSHF", "jobs": [{"id": value, "queue": queue_name, "input": {"name": "x", "data": {}}}]},
+        {"cmd": "PUSHF", "jobs": [{"id": "h", "queue": value, "input": {"name": "x", "data": {}}}]},
+        {"cmd": "PUSHF", "jobs": [{"id": "h", "queue": queue_name, "input": value}]},
+        *({"cmd": "PUSHF", "jobs": [{"id": "h", "queue": queue_name, "input": {"name": "x", "data": {}, key: value}}]}
+          for key in ("dependsOn", "childrenIds", "parentId", "customId", "priority", "failParentOnFailure",
+                      "repeat", "name")),
+        {"cmd": "PUSHF", "jobs": [{"id": "h", "queue": queue_name, "input": {"name": "x", "data": {
+            "__childrenIds": value}, "childrenIds": ["k"], "dependsOn": ["k"]}},
+            {"id": "k", "queue": queue_name, "input": {"name": "x", "data": {"__parentId": value}, "parentId": "h"}}]},
+        {"cmd": "UpdateParent", "childId": value, "parentId": value},
+        {"cmd": "UpdateParent", "childId": value, "parentId": "p"},
+        *({"cmd": cmd, "id": value} for cmd in (
+            "GetChildrenValues", "GetFailedChildrenValues", "GetIgnoredChildrenFailures", "RemoveChildDependency",
+            "RemoveUnprocessedChildren", "MoveToWaitingChildren")),
+        {"cmd": "MoveToWaitingChildren", "id": "nope", "token": value},
+    ]
+    for request in requests:
+        reply = await call(conn, request)
+        assert type(reply.get("ok")) is bool, (request, reply)
+        assert reply.get("error") != "Internal server error", (request, reply)
+    assert (await call(conn, {"cmd": "Ping"}))["ok"] is True
+    counts = (await call(conn, {"cmd": "GetJobCounts", "queue": queue_name}))["counts"]
+    assert counts["waiting"] + counts["waiting-children"] <= 1
