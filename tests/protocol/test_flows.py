@@ -407,3 +407,14 @@ async def test_flow_commands_answer_hostile_values(conn: Connection, queue_name:
     assert (await call(conn, {"cmd": "Ping"}))["ok"] is True
     counts = (await call(conn, {"cmd": "GetJobCounts", "queue": queue_name}))["counts"]
     assert counts["waiting"] + counts["waiting-children"] <= 1
+
+
+async def test_pushf_group_caps_count_the_graph(conn: Connection, queue_name: str) -> None:
+    def member(job_id: str) -> dict[str, Any]:
+        return {"id": job_id, "queue": queue_name,
+                "input": {"name": "g", "data": {}, "groupId": "G", "groupMaxSize": 2}}
+
+    assert await call(conn, {"cmd": "PUSHF", "jobs": [member("G1"), member("G2"), member("G3")]}) == {
+        "ok": False, "error": "Group G has reached its maximum size of 2"}
+    assert await state(conn, "G1") == "unknown"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": [member("G1"), member("G2")]}))["ok"] is True
