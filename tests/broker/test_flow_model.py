@@ -117,3 +117,102 @@ def check(world: World, model: ParentModel) -> None:
     # Nothing waits on a parent that no longer waits: the reverse index holds only live edges.
     waiting_on = {dep for dep, ids in world.broker.deps.dependents.items() if "parent" in ids}
     assert waiting_on == (model.pending if model.state == "waiting-children" else set())
+
+
+@dataclass
+class NodeModel:
+    """One job of a random tree: its state, and as a parent what it waits for and what it kept."""
+
+    kids: list[str]
+    state: str = "waiting"
+    depends_on: list[str] = field(default_factory=list)
+    pending: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.depends_on = list(self.kids)
+        self.pending = set(self.kids)
+        if self.kids:
+            self.state = "waiting-children"
+
+    def finished(self, state: str) -> None:
+        self.state = state
+        self.failed, self.ignored = {}, {}
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> tuple[list[int | None], list[str | None]]:
+    """Node i > 0 hangs under an earlier node; every child has a policy (or none)."""
+    n = draw(st.integers(2, 8))
+    parents: list[int | None] = [None] + [draw(st.integers(0, i - 1)) for i in range(1, n)]
+    policies = [None] + [draw(st.sampled_from(POLICIES)) for _ in range(1, n)]
+    return parents, policies
+
+
+def tree_flow(parents: list[int | None], policies: list[str | None]) -> list[dict[str, Any]]:
+    jobs = []
+    for i, parent in enumerate(parents):
+        kids = [f"n{j}" for j, p in enumerate(parents) if p == i]
+        data: dict[str, Any] = {}
+        opts: dict[str, Any] = {"name": f"n{i}", "maxAttempts": 1}
+        if kids:
+            data["__childrenIds"] = kids
+            opts.update(childrenIds=kids, dependsOn=kids)
+        if parent is not None:
+            data.update(__parentId=f"n{parent}", __parentQueue=f"q{parent}")
+            opts["parentId"] = f"n{parent}"
+            if policies[i] is not None:
+                opts[policies[i]] = True
+        jobs.append({"id": f"n{i}", "queue": f"q{i}", "input": {**opts, "data": data}})
+    return jobs
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees(), st.data())
+def test_random_trees_follow_the_model(tree: tuple[list[int | None], list[str | None]], data: st.DataObject) -> None:
+    parents, policies = tree
+    world = World()
+    send = world.send
+    assert send({"cmd": "PUSHF", "jobs": tree_flow(parents, policies)})["ok"]
+    nodes = {f"n{i}": NodeModel([f"n{j}" for j, p in enumerate(parents) if p == i]) for i in range(len(parents))}
+    while ready := sorted(name for name, node in nodes.items() if node.state == "waiting"):
+        name = data.draw(st.sampled_from(ready))
+        i = int(name[1:])
+        assert send({"cmd": "PULL", "queue": f"q{i}"})["job"].id == name
+        parent = nodes.get(f"n{parents[i]}") if parents[i] is not None else None
+        if data.draw(st.booleans()):
+            assert send({"cmd": "ACK", "id": name, "result": name})["ok"]
+            nodes[name].finished("completed")
+            if parent is not None:
+                parent.pending.discard(name)
+                if parent.state == "waiting-children" and not parent.pending:
+                    parent.state = "waiting"
+        else:
+            assert send({"cmd": "FAIL", "id": name, "error": f"err-{name}"})["ok"]
+            nodes[name].finished("failed")
+            if parent is not None and parent.state in ("waiting-children", "waiting"):
+                apply_policy(parent, name, f"q{i}:{name}", policies[i], f"err-{name}")
+        for job_id, node in nodes.items():
+            assert send({"cmd": "GetState", "id": job_id})["state"] == node.state, (job_id, nodes)
+            assert send({"cmd": "GetFailedChildrenValues", "id": job_id})["values"] == node.failed
+            assert send({"cmd": "GetIgnoredChildrenFailures", "id": job_id})["values"] == node.ignored
+            if node.state == "waiting-children":
+                assert list(world.broker.jobs[job_id].depends_on) == node.depends_on
+
+
+def apply_policy(parent: NodeModel, child: str, key: str, policy: str | None, error: str) -> None:
+    if policy == "failParentOnFailure":
+        parent.finished("failed")
+    elif policy == "continueParentOnFailure":
+        parent.failed[key] = error
+        parent.depends_on, parent.pending = [], set()
+        parent.state = "waiting"
+    elif policy is not None:
+        if policy == "ignoreDependencyOnFailure":
+            parent.ignored[key] = error
+        if parent.state == "waiting-children" and child in parent.depends_on:
+            parent.depends_on.remove(child)
+            parent.pending.discard(child)
+            if not parent.pending:
+                parent.state = "waiting"
