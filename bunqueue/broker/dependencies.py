@@ -50,8 +50,13 @@ class Dependencies:
             return
         job.state = states.WAITING_CHILDREN
         q.park(job.id)
-        for dep in deps:
-            self.dependents.setdefault(dep, set()).add(job.id)
+        self.wait_for(job)
+
+    def wait_for(self, job: Job) -> None:
+        """List a parked job under each of its pending dependencies."""
+        dependents = self.dependents
+        for dep in job.pending_deps or ():
+            dependents.setdefault(dep, set()).add(job.id)
 
     def unregister(self, job: Job) -> None:
         """A waiting-children job leaves: its dependencies stop pointing at it."""

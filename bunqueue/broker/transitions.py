@@ -227,9 +227,7 @@ class Transitions:
         self.jobs[job.id] = job
         if job.state == states.WAITING_CHILDREN:
             q.park(job.id)
-            dependents = self.dependents
-            for dep in job.pending_deps:
-                dependents.setdefault(dep, set()).add(job.id)
+            self.deps.wait_for(job)
         elif job.state == states.DELAYED:
             q.add_delayed(job)
             if q.waiters:
@@ -251,9 +249,7 @@ class Transitions:
             q.park(job.id)
         if job.timeline[-1]["state"] != states.WAITING_CHILDREN_NAME:
             add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": self.clock()})
-        dependents = self.dependents
-        for dep in job.pending_deps or ():
-            dependents.setdefault(dep, set()).add(job.id)
+        self.deps.wait_for(job)
         self.store.job_changed(job)
 
     def park_active(self, job: Job, pending: set[str] | None, now: float) -> None:
@@ -263,9 +259,7 @@ class Transitions:
         add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": now})
         q.park(job.id)
         job.pending_deps = pending
-        dependents = self.dependents
-        for dep in pending or ():
-            dependents.setdefault(dep, set()).add(job.id)
+        self.deps.wait_for(job)
         self.store.job_changed(job)
 
     def release_parent(self, job: Job, now: float) -> None:
