@@ -17,42 +17,47 @@ CHILD_Q = "fc"
 
 
 @dataclass
-class ParentModel:
-    children: list[str]
-    state: str = "waiting-children"
+class NodeModel:
+    """One job of a random tree: its state, and as a parent what it waits for and what it kept."""
+
+    kids: list[str]
+    state: str = "waiting"
     depends_on: list[str] = field(default_factory=list)
     pending: set[str] = field(default_factory=set)
     failed: dict[str, str] = field(default_factory=dict)
     ignored: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.depends_on = list(self.children)
-        self.pending = set(self.children)
+        self.depends_on = list(self.kids)
+        self.pending = set(self.kids)
+        if self.kids:
+            self.state = "waiting-children"
 
-    def completed(self, child: str) -> None:
+    def finished(self, state: str) -> None:
+        self.state = state
+        self.failed, self.ignored = {}, {}
+
+    def completed_child(self, child: str) -> None:
         self.pending.discard(child)
         if self.state == "waiting-children" and not self.pending:
             self.state = "waiting"
 
-    def failed_child(self, child: str, policy: str | None, error: str) -> None:
+    def failed_child(self, child: str, key: str, policy: str | None, error: str) -> None:
+        """What the child's policy does to this parent while it is queued or waiting."""
         if self.state not in ("waiting-children", "waiting") or policy is None:
             return
-        key = f"{CHILD_Q}:{child}"
         if policy == "failParentOnFailure":
-            self.state = "failed"
+            self.finished("failed")
         elif policy == "continueParentOnFailure":
             self.failed[key] = error
-            self.depends_on = []
-            self.pending.clear()
+            self.depends_on, self.pending = [], set()
             self.state = "waiting"
         else:
             if policy == "ignoreDependencyOnFailure":
                 self.ignored[key] = error
             if self.state == "waiting-children" and child in self.depends_on:
                 self.depends_on.remove(child)
-                self.pending.discard(child)
-                if not self.pending:
-                    self.state = "waiting"
+                self.completed_child(child)
 
 
 def flow(children: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
@@ -85,22 +90,22 @@ def test_parent_follows_the_model(scenario: tuple[list[tuple[str, str | None]], 
     send = world.send
     assert send({"cmd": "PUSHF", "jobs": flow(children)})["ok"]
     policies = dict(children)
-    model = ParentModel([kid for kid, _ in children])
+    model = NodeModel([kid for kid, _ in children])
     pulled = send({"cmd": "PULLB", "queue": CHILD_Q, "count": len(children)})["jobs"]
     assert sorted(job.id for job in pulled) == sorted(policies)
     for kid, succeeds in outcomes:
         if succeeds:
             assert send({"cmd": "ACK", "id": kid, "result": kid})["ok"]
-            model.completed(kid)
+            model.completed_child(kid)
         else:
             assert send({"cmd": "FAIL", "id": kid, "error": f"err-{kid}"})["ok"]
-            model.failed_child(kid, policies[kid], f"err-{kid}")
+            model.failed_child(kid, f"{CHILD_Q}:{kid}", policies[kid], f"err-{kid}")
         check(world, model)
     done = {f"{CHILD_Q}:{kid}": kid for kid, ok in outcomes if ok}
     assert send({"cmd": "GetChildrenValues", "id": "parent"})["data"]["values"] == done
 
 
-def check(world: World, model: ParentModel) -> None:
+def check(world: World, model: NodeModel) -> None:
     send = world.send
     assert send({"cmd": "GetState", "id": "parent"})["state"] == model.state
     counts = send({"cmd": "GetJobCounts", "queue": PARENT_Q})["counts"]
@@ -110,35 +115,11 @@ def check(world: World, model: ParentModel) -> None:
     parent = world.broker.jobs["parent"]
     if model.state != "failed":
         assert list(parent.depends_on) == model.depends_on
-    assert send({"cmd": "GetFailedChildrenValues", "id": "parent"})["values"] == (
-        model.failed if model.state != "failed" else {})
-    assert send({"cmd": "GetIgnoredChildrenFailures", "id": "parent"})["values"] == (
-        model.ignored if model.state != "failed" else {})
+    assert send({"cmd": "GetFailedChildrenValues", "id": "parent"})["values"] == model.failed
+    assert send({"cmd": "GetIgnoredChildrenFailures", "id": "parent"})["values"] == model.ignored
     # Nothing waits on a parent that no longer waits: the reverse index holds only live edges.
     waiting_on = {dep for dep, ids in world.broker.deps.dependents.items() if "parent" in ids}
     assert waiting_on == (model.pending if model.state == "waiting-children" else set())
-
-
-@dataclass
-class NodeModel:
-    """One job of a random tree: its state, and as a parent what it waits for and what it kept."""
-
-    kids: list[str]
-    state: str = "waiting"
-    depends_on: list[str] = field(default_factory=list)
-    pending: set[str] = field(default_factory=set)
-    failed: dict[str, str] = field(default_factory=dict)
-    ignored: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.depends_on = list(self.kids)
-        self.pending = set(self.kids)
-        if self.kids:
-            self.state = "waiting-children"
-
-    def finished(self, state: str) -> None:
-        self.state = state
-        self.failed, self.ignored = {}, {}
 
 
 @st.composite
@@ -185,34 +166,15 @@ def test_random_trees_follow_the_model(tree: tuple[list[int | None], list[str | 
             assert send({"cmd": "ACK", "id": name, "result": name})["ok"]
             nodes[name].finished("completed")
             if parent is not None:
-                parent.pending.discard(name)
-                if parent.state == "waiting-children" and not parent.pending:
-                    parent.state = "waiting"
+                parent.completed_child(name)
         else:
             assert send({"cmd": "FAIL", "id": name, "error": f"err-{name}"})["ok"]
             nodes[name].finished("failed")
-            if parent is not None and parent.state in ("waiting-children", "waiting"):
-                apply_policy(parent, name, f"q{i}:{name}", policies[i], f"err-{name}")
+            if parent is not None:
+                parent.failed_child(name, f"q{i}:{name}", policies[i], f"err-{name}")
         for job_id, node in nodes.items():
             assert send({"cmd": "GetState", "id": job_id})["state"] == node.state, (job_id, nodes)
             assert send({"cmd": "GetFailedChildrenValues", "id": job_id})["values"] == node.failed
             assert send({"cmd": "GetIgnoredChildrenFailures", "id": job_id})["values"] == node.ignored
             if node.state == "waiting-children":
                 assert list(world.broker.jobs[job_id].depends_on) == node.depends_on
-
-
-def apply_policy(parent: NodeModel, child: str, key: str, policy: str | None, error: str) -> None:
-    if policy == "failParentOnFailure":
-        parent.finished("failed")
-    elif policy == "continueParentOnFailure":
-        parent.failed[key] = error
-        parent.depends_on, parent.pending = [], set()
-        parent.state = "waiting"
-    elif policy is not None:
-        if policy == "ignoreDependencyOnFailure":
-            parent.ignored[key] = error
-        if parent.state == "waiting-children" and child in parent.depends_on:
-            parent.depends_on.remove(child)
-            parent.pending.discard(child)
-            if not parent.pending:
-                parent.state = "waiting"
