@@ -77,6 +77,7 @@ class Broker:
         self.keys = UniqueKeys(self.jobs, self.store)
         self.deps = Dependencies(self.records)
         self.events = events.EventHub(clock)
+        self.queues.on_created = self.events.queue_created
         # Running totals for Stats, Metrics, Prometheus and the dashboards (see monitoring.counters).
         self.counters = Counters()
         self.stalls = StallDetector(self.jobs, self.queues, self.alarms)

@@ -23,6 +23,7 @@ SCENARIOS = SHARED / "conformance" / "public"
 FULL_FILES = [
     "01_protocol.json", "02_push.json", "03_pull_ack.json", "04_dlq.json", "05_query.json", "06_control.json",
     "07_flow.json", "08_groups.json", "09_limits.json", "10_cron.json", "12_events.json", "13_persistence.json",
+    "15_http.json",
 ]
 # Scenarios of files this version serves in part: file -> scenario names.
 # 11_monitoring's stats-and-metrics differs in one field: Metrics.activeConnections counts the open
@@ -31,15 +32,6 @@ PARTIAL_FILES = {
     "11_monitoring.json": [
         "queue-metrics-and-trim-events", "prometheus-storage-compact", "workers-register-heartbeat-list",
         "webhooks-crud", "job-logs", "job-heartbeats", "dashboard-views", "logs-hundred-cap",
-    ],
-    # 15_http: every scenario but the SSE system events and build_info's Bun version.
-    "15_http.json": [
-        "health-and-readiness", "cors-wildcard", "push-and-get-across-transports", "push-options", "bulk-push",
-        "pull-ack-fail", "pull-batch-ack-batch", "pull-long-poll", "job-list-filters", "progress-and-logs",
-        "job-mutations", "active-job-controls", "wait-for-job", "queue-counts-and-lists", "queue-control",
-        "dead-letter-queue", "rate-limit-and-concurrency", "stall-and-dlq-config", "crons", "webhooks", "workers",
-        "monitoring-endpoints", "dashboard", "auth-bearer", "bad-requests", "gc-and-heapstats",
-        "http-push-tcp-worker", "websocket-commands-and-events", "flow-children-values",
     ],
 }
 # Spec scenarios of 14_spec_rules.json about the commands this version serves.
