@@ -192,6 +192,10 @@ class WebhookRegistry:
             self.everywhere[event_type] = tuple(h for h in wanting if h.queue is None)
             for queue in {h.queue for h in wanting if h.queue is not None}:
                 self.per_queue[event_type, queue] = tuple(h for h in wanting if h.queue == queue)
+        if self.enabled_count and self.idle:
+            # The delivery side gets ready (its thread, its session) before the first event.
+            self.idle = False
+            self.wake()
 
     def stats(self) -> dict[str, int]:
         return {"total": len(self.hooks), "enabled": self.enabled_count}

@@ -182,6 +182,10 @@ class WebhookDelivery:
                     await asyncio.sleep(POLL_S)
                 else:
                     await self.work.wait()
+                    # Measure the event rate before the first delivery: a burst is waited out from its start.
+                    self.offered_seen = self.registry.offered
+                    self.looked_at = time.monotonic()
+                    await asyncio.sleep(POLL_S)
                 self.work.clear()
             for task in list(self.tasks):
                 task.cancel()
