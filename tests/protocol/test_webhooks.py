@@ -381,14 +381,18 @@ async def test_a_burst_is_delivered_in_full_once_it_is_over(receiver: Receiver) 
         proc.stop()
 
 
+async def ten_events_four_in_flight(proc: ServerProcess, receiver: Receiver, path: str) -> None:
+    conn = await connect(*proc.addr)
+    await add_hook(conn, receiver.url(path), path, events=["job.pushed"])
+    await ok(conn, {"cmd": "PUSHB", "queue": path, "jobs": [{"name": "a", "data": i} for i in range(10)]})
+    await receiver.wait_for(path, 4)
+    await conn.close()
+
+
 async def test_shutdown_delivers_what_is_waiting(receiver: Receiver) -> None:
     proc = ServerProcess(env={**DELIVERY_ENV, "WEBHOOK_TIMEOUT_MS": "10000"}).start()
     try:
-        conn = await connect(*proc.addr)
-        await add_hook(conn, receiver.url("gated"), "drain", events=["job.pushed"])
-        await ok(conn, {"cmd": "PUSHB", "queue": "drain", "jobs": [{"name": "a", "data": i} for i in range(10)]})
-        await receiver.wait_for("gated", 4)
-        await conn.close()
+        await ten_events_four_in_flight(proc, receiver, "gated")
         loop = asyncio.get_running_loop()
         stopped = loop.run_in_executor(None, proc.stop)
         await asyncio.sleep(0.3)
@@ -402,11 +406,7 @@ async def test_shutdown_delivers_what_is_waiting(receiver: Receiver) -> None:
 async def test_shutdown_gives_up_on_a_receiver_that_never_answers_and_says_so(receiver: Receiver) -> None:
     proc = ServerProcess(env={**DELIVERY_ENV, "WEBHOOK_TIMEOUT_MS": "60000", "SHUTDOWN_TIMEOUT_MS": "500"}).start()
     try:
-        conn = await connect(*proc.addr)
-        await add_hook(conn, receiver.url("silent"), "dead", events=["job.pushed"])
-        await ok(conn, {"cmd": "PUSHB", "queue": "dead", "jobs": [{"name": "a", "data": i} for i in range(10)]})
-        await receiver.wait_for("silent", 4)
-        await conn.close()
+        await ten_events_four_in_flight(proc, receiver, "silent")
         started = time.monotonic()
         assert await asyncio.get_running_loop().run_in_executor(None, proc.stop) == 0
         assert time.monotonic() - started < 5, "the drain is bounded by the shutdown timeout"
