@@ -8,7 +8,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The default workload set of benchmarks.load, spelled out so the test needs no import path setup.
-WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "grouped_worker", "latency"}
+WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "grouped_worker", "latency", "pushf100"}
 
 
 def test_quick_compare_of_ours_reports_every_workload_verified(tmp_path: Path) -> None:
