@@ -2,8 +2,8 @@
 
 A transition asks ``hub.wanted`` (or ``hub.listening(queue)``) first: with no subscriber and no enabled
 webhook an event costs one attribute read and nothing is built. Delivery is a callable the server sets on
-each session, and webhooks get their payloads through their registry's outboxes, so the broker never
-touches a socket.
+each session, and webhooks get a small record of the event through their registry's outboxes, so the
+broker never touches a socket.
 
 Besides job events the hub carries system events (``queue:created``, ``client:connected``, ...) to the
 listeners in ``notices``: the HTTP event streams attach one only while a stream is open.
@@ -98,17 +98,19 @@ class EventHub:
         taps = self.taps
         if not listeners and not hooks and not taps:
             return
-        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": self.clock()}
-        event.update(fields)
-        if listeners:
-            frame = {"type": "event", "event": event}
-            for session in listeners:
-                if session.deliver is not None:
-                    session.deliver(frame)
+        now = self.clock()
+        if listeners or taps:
+            event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now}
+            event.update(fields)
+            if listeners:
+                frame = {"type": "event", "event": event}
+                for session in listeners:
+                    if session.deliver is not None:
+                        session.deliver(frame)
+            for tap in taps:
+                tap(event)
         if hooks:
-            self.webhooks.offer(event)
-        for tap in taps:
-            tap(event)
+            self.webhooks.offer(event_type, queue, job_id, now, fields)
 
     def stalled(self, job: Job, to_dlq: bool) -> None:
         """A lost attempt (stall or expired lease), with what became of the job, as the reference says it."""

@@ -26,8 +26,9 @@ FULL_FILES = [
     "15_http.json",
 ]
 # Scenarios of files this version serves in part: file -> scenario names.
-# 11_monitoring's stats-and-metrics differs in one field: Metrics.activeConnections counts the open
-# connections here, where the reference always answers 0.
+# 11_monitoring's stats-and-metrics differs in one field: Metrics.activeConnections counts the open client
+# connections here; 2.9.5's Metrics handler answers a literal 0 (as it does sqliteSizeMb) and counts its TCP
+# connections only for /health, which reports them as this server does.
 PARTIAL_FILES = {
     "11_monitoring.json": [
         "queue-metrics-and-trim-events", "prometheus-storage-compact", "workers-register-heartbeat-list",
