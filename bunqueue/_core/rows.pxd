@@ -54,5 +54,7 @@ cdef class RowBuffer(ReplyPacker):
     # A blob parameter of what the caller writes next: opened here, closed by _end_blob.
     cdef Py_ssize_t _begin_blob(self) except -1
     cdef void _end_blob(self, Py_ssize_t param)
+    cdef int _count(self, long long value) except -1
+    cdef int _optional(self, object value) except -1
     # A job's record: the same bytes as msgpack.packb(job.to_record(), use_bin_type=True).
     cdef int _record(self, Job job) except -1
