@@ -13,6 +13,16 @@ cdef object _NO_DATA = NO_DATA
 cdef long long _RECORD_VERSION = _record_version
 
 
+cdef void *_grown(void *array, Py_ssize_t *capacity, Py_ssize_t first, size_t item) except NULL:
+    """``array`` reallocated to twice its capacity (``first`` items when empty); ``capacity`` updated."""
+    cdef Py_ssize_t cap = capacity[0] * 2 if capacity[0] else first
+    cdef void *grown = PyMem_Realloc(array, cap * item)
+    if grown == NULL:
+        raise MemoryError()
+    capacity[0] = cap
+    return grown
+
+
 cdef class RowBuffer(ReplyPacker):
     """Rows of SQL parameters (NULL, integers, texts, blobs), each tagged with its statement's index.
 
@@ -96,29 +106,15 @@ cdef class RowBuffer(ReplyPacker):
     # -- rows and parameters ---------------------------------------------------------------------
 
     cdef int _begin_row(self, int statement) except -1:
-        cdef Row *grown
-        cdef Py_ssize_t cap
         if self.n_rows == self.rows_capacity:
-            cap = self.rows_capacity * 2 if self.rows_capacity else 64
-            grown = <Row *>PyMem_Realloc(self.rows, cap * sizeof(Row))
-            if grown == NULL:
-                raise MemoryError()
-            self.rows = grown
-            self.rows_capacity = cap
+            self.rows = <Row *>_grown(self.rows, &self.rows_capacity, 64, sizeof(Row))
         self.rows[self.n_rows] = Row(statement, self.n_params, 0)
         self.n_rows += 1
         return 0
 
     cdef Param *_param(self) except NULL:
-        cdef Param *grown
-        cdef Py_ssize_t cap
         if self.n_params == self.params_capacity:
-            cap = self.params_capacity * 2 if self.params_capacity else 256
-            grown = <Param *>PyMem_Realloc(self.params, cap * sizeof(Param))
-            if grown == NULL:
-                raise MemoryError()
-            self.params = grown
-            self.params_capacity = cap
+            self.params = <Param *>_grown(self.params, &self.params_capacity, 256, sizeof(Param))
         self.rows[self.n_rows - 1].count += 1
         self.n_params += 1
         return &self.params[self.n_params - 1]
