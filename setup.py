@@ -7,13 +7,14 @@ line tracing (for coverage of the .pyx files), debug information and without C o
 from __future__ import annotations
 
 import os
+import sys
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
-CORE_MODULES = ["framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "packer"]
+CORE_MODULES = ["framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "packer", "rows"]
 
 DIRECTIVES = {
     "language_level": 3,
@@ -38,5 +39,17 @@ extensions = [
     )
     for name in CORE_MODULES
 ]
+# The SQLite writer finds the SQLite C API at run time (dlsym in the library Python's sqlite3 module loaded):
+# no SQLite headers or library at build time. glibc before 2.34 keeps dlopen in libdl.
+extensions.append(
+    Extension(
+        "bunqueue.storage.batchwriter",
+        ["bunqueue/storage/batchwriter.pyx"],
+        define_macros=MACROS,
+        extra_compile_args=CFLAGS,
+        extra_link_args=LDFLAGS,
+        libraries=["dl"] if sys.platform.startswith("linux") else [],
+    )
+)
 
 setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, annotate=False))

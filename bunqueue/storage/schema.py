@@ -48,14 +48,22 @@ class StorageError(Exception):
     """The data file cannot be used (unknown newer schema, corrupt record)."""
 
 
+def pragmas(synchronous: str) -> tuple[str, ...]:
+    """What every connection to the file runs first."""
+    return (
+        "PRAGMA journal_mode=WAL",
+        f"PRAGMA synchronous={synchronous}",
+        "PRAGMA busy_timeout=5000",
+        "PRAGMA cache_size=-64000",
+        "PRAGMA temp_store=MEMORY",
+    )
+
+
 def connect(path: str, synchronous: str) -> sqlite3.Connection:
     # Autocommit mode: transactions are opened explicitly, so a commit is exactly where we say.
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("PRAGMA busy_timeout=5000")
-    conn.execute("PRAGMA cache_size=-64000")
-    conn.execute("PRAGMA temp_store=MEMORY")
+    for pragma in pragmas(synchronous):
+        conn.execute(pragma)
     return conn
 
 

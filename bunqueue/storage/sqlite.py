@@ -1,13 +1,14 @@
 """SQLite storage with group commit on a writer thread.
 
 The event loop never touches the disk on a hot path. Changes are collected into a pending batch (one row
-per job, however often it changed); the batch is serialised on the loop, so a row is a consistent snapshot,
-and handed to one writer thread that commits it in one transaction. While that commit runs, the next
-changes collect in the next batch: under load, many replies share one commit.
+per job, however often it changed); the batch is serialised on the loop, so a row is a consistent snapshot
+(a RowBuffer: job records are written from the jobs' typed fields into one C buffer), and handed to one
+writer thread that commits it in one transaction. While that commit runs, the next changes collect in the
+next batch: under load, many replies share one commit.
 
 A reply that must not go out before its change is on disk takes the pending batch's *ticket* (a future);
-the server sends it when the ticket resolves. SQLite releases the GIL while it writes, so the loop keeps
-serving while the disk works.
+the server sends it when the ticket resolves. The writer binds and steps the whole batch with the GIL
+released (BatchWriter), so the loop keeps serving while the disk works and never waits for it per row.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
+from bunqueue._core.rows import RowBuffer
 from bunqueue.storage import schema
+from bunqueue.storage.batchwriter import BatchWriter
 
 log = logging.getLogger("bunqueue.storage")
 
@@ -32,6 +35,44 @@ RETRY_MAX = 30.0
 MAX_BUFFERED_JOBS = 20_000
 # The WAL is copied back into the database by a thread of its own after about this many row writes.
 CHECKPOINT_ROWS = 20_000
+
+# The SQL a batch is written with; a row of a RowBuffer names its statement by index in this list.
+STATEMENTS: list[str] = []
+
+
+def _statement(sql: str) -> int:
+    STATEMENTS.append(sql)
+    return len(STATEMENTS) - 1
+
+
+DELETE_QUEUE = (
+    _statement("DELETE FROM results WHERE job_id IN (SELECT id FROM jobs WHERE queue = ?)"),
+    _statement("DELETE FROM jobs WHERE queue = ?"),
+    _statement("DELETE FROM dlq WHERE queue = ?"),
+    _statement("DELETE FROM group_controls WHERE queue = ?"),
+)
+DELETE_JOB = _statement("DELETE FROM jobs WHERE id = ?")
+# An upsert updates an existing row in place (INSERT OR REPLACE would delete and re-insert it).
+UPSERT_JOB = _statement(
+    "INSERT INTO jobs (id, queue, state, record) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE"
+    " SET queue = excluded.queue, state = excluded.state, record = excluded.record"
+)
+UPDATE_STATE = _statement("UPDATE jobs SET state = ? WHERE id = ?")
+DELETE_RESULT = _statement("DELETE FROM results WHERE job_id = ?")
+UPSERT_RESULT = _statement("INSERT OR REPLACE INTO results (job_id, result) VALUES (?, ?)")
+DELETE_DLQ = _statement("DELETE FROM dlq WHERE job_id = ?")
+UPSERT_DLQ = _statement("INSERT OR REPLACE INTO dlq (job_id, queue, entry) VALUES (?, ?, ?)")
+DELETE_QUEUE_SETTINGS = _statement("DELETE FROM queues WHERE name = ?")
+UPSERT_QUEUE_SETTINGS = _statement("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)")
+DELETE_GROUP = _statement("DELETE FROM group_controls WHERE queue = ? AND group_id = ?")
+UPSERT_GROUP = _statement("INSERT OR REPLACE INTO group_controls (queue, group_id, controls) VALUES (?, ?, ?)")
+DELETE_CRON = _statement("DELETE FROM crons WHERE name = ?")
+# An upsert keeps the row (and its rowid, the creation order) in place.
+UPSERT_CRON = _statement(
+    "INSERT INTO crons (name, record) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET record = excluded.record"
+)
+DELETE_WEBHOOK = _statement("DELETE FROM webhooks WHERE id = ?")
+UPSERT_WEBHOOK = _statement("INSERT OR REPLACE INTO webhooks (id, record) VALUES (?, ?)")
 
 
 class Batch:
@@ -80,28 +121,37 @@ class Batch:
             or self.dlq_deleted or self.queues or self.queues_removed or self.groups or self.crons or self.webhooks
         )
 
-    def rows(self) -> tuple[Any, ...]:
-        """The SQL parameters of this batch, taken now: what the writer thread will write."""
-        jobs = [(job.id, job.queue, job.state, schema.pack(job.to_record())) for job in self.jobs.values()]
-        states = [(state, job_id) for job_id, state in self.states.items()]
-        results = [(job_id, schema.pack(value)) for job_id, value in self.results.items()]
-        dlq = [(job_id, q, schema.pack(_entry_row(entry))) for job_id, (q, entry) in self.dlq.items()]
-        queues = [(name, schema.pack(s)) for name, s in self.queues.items() if s is not None]
-        cleared = [(name,) for name, s in self.queues.items() if s is None]
-        deleted = [(job_id,) for job_id in self.deleted]
-        results_deleted = [(job_id,) for job_id in self.results_deleted]
-        dlq_deleted = [(job_id,) for job_id in self.dlq_deleted]
-        removed = [(name,) for name in self.queues_removed]
-        groups = [(q, g, schema.pack(c)) for (q, g), c in self.groups.items() if c is not None]
-        groups_cleared = [key for key, c in self.groups.items() if c is None]
-        crons = [(name, schema.pack(record)) for name, record in self.crons.items() if record is not None]
-        crons_deleted = [(name,) for name, record in self.crons.items() if record is None]
-        hooks = [(hook_id, schema.pack(r)) for hook_id, r in self.webhooks.items() if r is not None]
-        hooks_removed = [(hook_id,) for hook_id, r in self.webhooks.items() if r is None]
-        return (
-            removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
-            groups_cleared, groups, crons_deleted, crons, hooks_removed, hooks,
-        )
+    def rows(self) -> RowBuffer:
+        """The SQL rows of this batch, serialised now: what the writer thread will write."""
+        out = RowBuffer()
+        # Queue-wide deletes first, then row deletes: rows re-created in the same batch survive both.
+        for name in self.queues_removed:
+            for statement in DELETE_QUEUE:
+                out.add(statement, (name,))
+        for job_id in self.deleted:
+            key = (job_id,)
+            out.add(DELETE_JOB, key)
+            out.add(DELETE_RESULT, key)
+            out.add(DELETE_DLQ, key)
+        out.add_jobs(UPSERT_JOB, self.jobs)
+        out.add_states(UPDATE_STATE, self.states)
+        for job_id in self.results_deleted:
+            out.add(DELETE_RESULT, (job_id,))
+        for job_id, value in self.results.items():
+            out.add_packed(UPSERT_RESULT, (job_id,), value)
+        for job_id in self.dlq_deleted:
+            out.add(DELETE_DLQ, (job_id,))
+        for job_id, (queue_name, entry) in self.dlq.items():
+            out.add_packed(UPSERT_DLQ, (job_id, queue_name), _entry_row(entry))
+        for name, settings in self.queues.items():
+            _keyed(out, DELETE_QUEUE_SETTINGS, UPSERT_QUEUE_SETTINGS, (name,), settings)
+        for (queue_name, group_id), controls in self.groups.items():
+            _keyed(out, DELETE_GROUP, UPSERT_GROUP, (queue_name, group_id), controls)
+        for name, record in self.crons.items():
+            _keyed(out, DELETE_CRON, UPSERT_CRON, (name,), record)
+        for hook_id, record in self.webhooks.items():
+            _keyed(out, DELETE_WEBHOOK, UPSERT_WEBHOOK, (hook_id,), record)
+        return out
 
     def merge_under(self, newer: Batch) -> None:
         """Put this failed batch's changes back under ``newer``: what ``newer`` changed since wins."""
@@ -144,69 +194,12 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _write(conn: sqlite3.Connection, rows: tuple[Any, ...]) -> None:
-    (
-        removed, deleted, jobs, states, results_deleted, results, dlq_deleted, dlq, cleared, queues,
-        groups_cleared, groups, crons_deleted, crons, hooks_removed, hooks,
-    ) = rows
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if removed:
-            conn.executemany("DELETE FROM results WHERE job_id IN (SELECT id FROM jobs WHERE queue = ?)", removed)
-            conn.executemany("DELETE FROM jobs WHERE queue = ?", removed)
-            conn.executemany("DELETE FROM dlq WHERE queue = ?", removed)
-            conn.executemany("DELETE FROM group_controls WHERE queue = ?", removed)
-        if deleted:
-            conn.executemany("DELETE FROM jobs WHERE id = ?", deleted)
-            conn.executemany("DELETE FROM results WHERE job_id = ?", deleted)
-            conn.executemany("DELETE FROM dlq WHERE job_id = ?", deleted)
-        if jobs:
-            # An upsert updates an existing row in place (INSERT OR REPLACE would delete and re-insert it).
-            conn.executemany(
-                "INSERT INTO jobs (id, queue, state, record) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE"
-                " SET queue = excluded.queue, state = excluded.state, record = excluded.record",
-                jobs,
-            )
-        if states:
-            conn.executemany("UPDATE jobs SET state = ? WHERE id = ?", states)
-        if results_deleted:
-            conn.executemany("DELETE FROM results WHERE job_id = ?", results_deleted)
-        if results:
-            conn.executemany("INSERT OR REPLACE INTO results (job_id, result) VALUES (?, ?)", results)
-        if dlq_deleted:
-            conn.executemany("DELETE FROM dlq WHERE job_id = ?", dlq_deleted)
-        if dlq:
-            conn.executemany("INSERT OR REPLACE INTO dlq (job_id, queue, entry) VALUES (?, ?, ?)", dlq)
-        if cleared:
-            conn.executemany("DELETE FROM queues WHERE name = ?", cleared)
-        if queues:
-            conn.executemany("INSERT OR REPLACE INTO queues (name, settings) VALUES (?, ?)", queues)
-        if groups_cleared:
-            conn.executemany("DELETE FROM group_controls WHERE queue = ? AND group_id = ?", groups_cleared)
-        if groups:
-            conn.executemany(
-                "INSERT OR REPLACE INTO group_controls (queue, group_id, controls) VALUES (?, ?, ?)", groups
-            )
-        if crons_deleted:
-            conn.executemany("DELETE FROM crons WHERE name = ?", crons_deleted)
-        if crons:
-            # An upsert keeps the row (and its rowid, the creation order) in place.
-            conn.executemany(
-                "INSERT INTO crons (name, record) VALUES (?, ?)"
-                " ON CONFLICT(name) DO UPDATE SET record = excluded.record",
-                crons,
-            )
-        if hooks_removed:
-            conn.executemany("DELETE FROM webhooks WHERE id = ?", hooks_removed)
-        if hooks:
-            conn.executemany("INSERT OR REPLACE INTO webhooks (id, record) VALUES (?, ?)", hooks)
-        conn.execute("COMMIT")
-    except BaseException:
-        # SQLite rolls back by itself on some errors (a full disk): roll back only what is still open,
-        # so the original error is the one reported.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+def _keyed(out: RowBuffer, delete: int, upsert: int, key: tuple[str, ...], value: Any) -> None:
+    """The row of a keyed record: ``value`` packed, or a delete when it is None."""
+    if value is None:
+        out.add(delete, key)
+    else:
+        out.add_packed(upsert, key, value)
 
 
 class SQLiteStore:
@@ -230,7 +223,7 @@ class SQLiteStore:
         self.status: dict[str, Any] = {"diskFull": False, "error": None, "since": None}
         self.commits = 0
         self.reader: sqlite3.Connection | None = None
-        self.work: queue.SimpleQueue[tuple[Batch, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self.work: queue.SimpleQueue[tuple[Batch, RowBuffer] | None] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
         self.checkpoint_wanted = threading.Event()
         self.checkpointer: threading.Thread | None = None
@@ -283,10 +276,11 @@ class SQLiteStore:
             self.reader.close()
 
     def _writer(self) -> None:
-        conn = schema.connect(self.path, self.synchronous)
         # A checkpoint inside a commit syncs the database file and would hold every waiting reply (and
         # widen the loss window of buffered pushes): the checkpoint thread does it beside the writer.
-        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn = BatchWriter(
+            self.path, (*schema.pragmas(self.synchronous), "PRAGMA wal_autocheckpoint=0"), tuple(STATEMENTS)
+        )
         written = 0
         try:
             while True:
@@ -296,12 +290,13 @@ class SQLiteStore:
                     break
                 batch, rows = item
                 try:
-                    _write(conn, rows)
+                    # The GIL is released from BEGIN to COMMIT.
+                    conn.write(rows)
                     failure = None
                 except sqlite3.Error as exc:
                     failure = str(exc)
                 if failure is None:
-                    written += sum(len(part) for part in rows)
+                    written += len(rows)
                     if written >= CHECKPOINT_ROWS:
                         written = 0
                         self.checkpoint_wanted.set()
