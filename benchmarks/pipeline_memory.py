@@ -8,6 +8,9 @@ A queue is filled with ``--jobs`` jobs of ``--job-bytes`` each; the hostile clie
 Reported: server RSS before, at its peak while the client is connected, and after it closed; and the
 p50/p99 of sequential PUSH round trips of a second client before, during and after the hostile one
 (the machine's own noise shows in the difference between before and after).
+
+Last run (shared 2-core machine, load 3.5): RSS 52 MB, peak +14 MB, +1 MB after close; PUSH p99 0.41 ms
+before, 0.20 ms during, 0.21 ms after.
 """
 from __future__ import annotations
 
@@ -22,14 +25,6 @@ import msgpack
 
 from bunqueue._testbase.frames import RawClient, frame
 from bunqueue._testbase.server import ServerProcess
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def push_latencies(addr: tuple[str, int], n: int) -> list[float]:
@@ -58,8 +53,6 @@ def main() -> int:
     parser.add_argument("--pushes", type=int, default=10_000)
     args = parser.parse_args()
     proc = ServerProcess(env={"RATE_LIMIT_MAX_REQUESTS": "0"}).start()
-    assert proc.proc is not None
-    pid = proc.proc.pid
     try:
         setup = RawClient(proc.addr)
         jobs = [{"name": "big", "data": {"blob": "x" * args.job_bytes, "i": i}} for i in range(args.jobs)]
@@ -67,7 +60,7 @@ def main() -> int:
         setup.close()
         push_latencies(proc.addr, 500)  # warm-up
         base_p50, base_p99 = percentiles(push_latencies(proc.addr, args.pushes))
-        before = rss_mb(pid)
+        before = proc.rss_mb()
 
         request = frame(msgpack.packb({"cmd": "GetJobs", "queue": "big", "limit": args.jobs}))
         hostile = socket.create_connection(proc.addr)
@@ -86,13 +79,13 @@ def main() -> int:
         peak = before
         for _ in range(30):  # 3 s for the flood to reach whatever the server holds
             time.sleep(0.1)
-            peak = max(peak, rss_mb(pid))
+            peak = max(peak, proc.rss_mb())
         sampling = True
 
         def sample() -> None:
             nonlocal peak
             while sampling:
-                peak = max(peak, rss_mb(pid))
+                peak = max(peak, proc.rss_mb())
                 time.sleep(0.05)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -103,7 +96,7 @@ def main() -> int:
         hostile.close()
         writer.join(timeout=5)
         time.sleep(2.0)
-        after = rss_mb(pid)
+        after = proc.rss_mb()
         after_p50, after_p99 = percentiles(push_latencies(proc.addr, args.pushes))
         print(f"requests written by the non-reading client: {sent[0]} of {args.requests}")
         print(f"server RSS: before {before:.0f} MB, peak {peak:.0f} MB (+{peak - before:.0f} MB), "

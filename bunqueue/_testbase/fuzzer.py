@@ -46,6 +46,32 @@ def _nested(depth: int, as_map: bool, leaf: bytes) -> bytes:
     return (b"\x81\xa1k" if as_map else b"\x91") * depth + leaf
 
 
+def _prefixes(items: list[bytes]) -> tuple[bytes, list[int]]:
+    """``items`` packed end to end, and where each prefix of ``n`` items ends."""
+    ends = [0]
+    for item in items:
+        ends.append(ends[-1] + len(item))
+    return b"".join(items), ends
+
+
+# The oversized array and map are cut from one packing of the largest, as msgpack packs the smaller ones:
+# packing thousands of Python objects per draw would cost more than drawing everything else.
+_ARRAY_ITEMS = _prefixes([_packed(i) for i in range(20_000)])
+_MAP_ITEMS = _prefixes([_packed(f"k{i}") + _packed(i) for i in range(5_000)])
+
+
+def _counting_array(n: int) -> bytes:
+    """``_packed(list(range(n)))`` for 1,000 <= n < 65,536."""
+    items, ends = _ARRAY_ITEMS
+    return b"\xdc" + struct.pack(">H", n) + items[: ends[n]]
+
+
+def _counting_map(n: int) -> bytes:
+    """``_packed({f"k{i}": i for i in range(n)})`` for 1,000 <= n < 65,536."""
+    items, ends = _MAP_ITEMS
+    return b"\xde" + struct.pack(">H", n) + items[: ends[n]]
+
+
 LEAVES = st.sampled_from([b"\x01", b"\xa1x", b"\xc0", _packed(float("nan"))])
 HOSTILE = st.one_of(
     ORDINARY.map(_packed),
@@ -61,13 +87,13 @@ HOSTILE = st.one_of(
         b"\xc1",
     ]),
     st.builds(lambda n: _packed("q" * n), st.integers(257, 200_000)),
-    st.builds(lambda n: _packed(list(range(n))), st.integers(1_000, 20_000)),
-    st.builds(lambda n: _packed({f"k{i}": i for i in range(n)}), st.integers(1_000, 5_000)),
+    st.builds(_counting_array, st.integers(1_000, 20_000)),
+    st.builds(_counting_map, st.integers(1_000, 5_000)),
     st.builds(lambda n: _packed(b"\x00" * n), st.integers(1_000, 500_000)),
 )
 
 
-def _request(index: int, cmd: str, fields: dict[str, bytes], req_id: bytes | None) -> bytes:
+def request_body(index: int, cmd: str, fields: dict[str, bytes], req_id: bytes | None) -> bytes:
     items = [(_packed("cmd"), _packed(cmd)), (_packed("reqId"), _packed(index) if req_id is None else req_id)]
     for name, value in fields.items():
         if cmd in WAITING and name == "timeout":
@@ -87,7 +113,7 @@ REQUESTS = st.tuples(
 def batches(size: int) -> st.SearchStrategy[list[bytes]]:
     """``size`` hostile request bodies."""
     return st.lists(REQUESTS, min_size=size, max_size=size).map(
-        lambda parts: [_request(i, *part) for i, part in enumerate(parts)]
+        lambda parts: [request_body(i, *part) for i, part in enumerate(parts)]
     )
 
 
@@ -102,36 +128,78 @@ class Verdict:
     extra_replies: int = 0
     # Replies replaced because the server could not encode them: data it admitted but cannot send back.
     unencodable: int = 0
+    # Batches whose replies all came, but only after the reply timeout (within the connection's grace).
+    late: int = 0
+    # The request bodies of the batches that hung or came late, for replay.
+    slow_batches: list[list[bytes]] = field(default_factory=list)
 
 
 class FuzzConnection:
     """Sends a batch of hostile frames between a healthy PUSH and its PULL, and checks the answers."""
 
-    def __init__(self, addr: tuple[str, int], queue: str, reply_timeout: float = 10.0) -> None:
+    def __init__(
+        self, addr: tuple[str, int], queue: str, reply_timeout: float = 10.0, grace: float = 0.0
+    ) -> None:
         self.addr = addr
         self.queue = queue
         self.reply_timeout = reply_timeout
         self.client = RawClient(addr)
+        # How much longer to wait for the replies of a batch past ``reply_timeout`` before it counts as a
+        # hang rather than as late.
+        self.grace = grace
+        self.batch: list[bytes] = []
+        self.expected = 0
+        self.replies: list[dict[str, Any]] = []
 
     def close(self) -> None:
         self.client.close()
 
     def run(self, batch: list[bytes], verdict: Verdict, settle: float = 0.0) -> None:
         """Send ``batch``; with ``settle``, also wait that long for replies that should not come."""
+        if self.send(batch, verdict):
+            self.check(verdict, settle)
+
+    def send(self, batch: list[bytes], verdict: Verdict) -> bool:
+        """Write ``batch`` between the healthy frames in one write; False if that already failed."""
         healthy = _packed({"cmd": "PUSH", "queue": self.queue, "name": "healthy", "data": {"n": 1},
                            "reqId": "healthy-push"})
         pull = _packed({"cmd": "PULL", "queue": self.queue, "reqId": "healthy-pull"})
         ping = _packed({"cmd": "Ping", "reqId": "healthy-ping"})
         bodies = [healthy, *batch, pull, ping]
         verdict.frames += len(batch)
+        self.batch = batch
+        self.expected = len(bodies)
+        self.replies = []
         try:
             self.client.send_bytes(b"".join(frame(body) for body in bodies))
-            replies = self.collect(len(bodies))
         except TimeoutError:
             verdict.hangs += 1
-            self.reconnect()
-            return
-        except (ConnectionError, OSError):
+            verdict.slow_batches.append(batch)
+        except OSError:
+            verdict.silent_closes += 1
+        else:
+            return True
+        self.reconnect()
+        return False
+
+    def check(self, verdict: Verdict, settle: float = 0.0) -> None:
+        """Read and judge the replies to the batch ``send`` wrote."""
+        try:
+            replies = self.collect(self.expected, self.reply_timeout)
+        except TimeoutError:
+            verdict.slow_batches.append(self.batch)
+            try:
+                replies = self.collect(self.expected, self.grace)
+            except TimeoutError:
+                verdict.hangs += 1
+                self.reconnect()
+                return
+            except OSError:
+                verdict.silent_closes += 1
+                self.reconnect()
+                return
+            verdict.late += 1
+        except OSError:
             verdict.silent_closes += 1
             self.reconnect()
             return
@@ -149,10 +217,10 @@ class FuzzConnection:
         if not (pushed and pushed.get("ok") and job and job.get("id") == pushed.get("id")):
             verdict.lost_jobs += 1
 
-    def collect(self, n: int) -> list[dict[str, Any]]:
-        """``n`` replies (event frames skipped); no more may follow."""
-        deadline = time.monotonic() + self.reply_timeout
-        replies: list[dict[str, Any]] = []
+    def collect(self, n: int, timeout: float) -> list[dict[str, Any]]:
+        """The batch's ``n`` replies (event frames skipped), the rest of them within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        replies = self.replies
         while len(replies) < n:
             body = self.client.raw_frame(deadline)
             reply = msgpack.unpackb(body, raw=False, strict_map_key=False)

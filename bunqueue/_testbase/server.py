@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from typing import IO
 
 
 def free_port() -> int:
@@ -19,12 +20,16 @@ def free_port() -> int:
 class ServerProcess:
     """``python -m bunqueue start`` on loopback, stopped with SIGTERM."""
 
-    def __init__(self, env: Mapping[str, str] | None = None, args: list[str] | None = None) -> None:
+    def __init__(
+        self, env: Mapping[str, str] | None = None, args: list[str] | None = None, output: IO[bytes] | None = None
+    ) -> None:
         self.port = free_port()
         self.http_port = free_port()
         self.env = dict(os.environ)
         self.env.update(env or {})
         self.args = args or []
+        # A long run writes its output to a file: a pipe nobody reads would stall the server once full.
+        self.output = output
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -36,12 +41,13 @@ class ServerProcess:
             sys.executable, "-m", "bunqueue", "start", "--host", "127.0.0.1",
             "--tcp-port", str(self.port), "--http-port", str(self.http_port), *self.args,
         ]
-        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out = subprocess.PIPE if self.output is None else self.output
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=out)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 _, err = self.proc.communicate()
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {err.decode()}")
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {(err or b'').decode()}")
             try:
                 socket.create_connection(self.addr, timeout=0.2).close()
                 return self
@@ -59,6 +65,23 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait()
+
+    def rss_mb(self) -> float:
+        """The server's resident memory now, from ``/proc``."""
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        """The server's utime + stime so far, from ``/proc``."""
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/stat") as stat:
+            # Fields after the command name, which is in parentheses and may hold spaces.
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stderr(self) -> str:
         assert self.proc is not None and self.proc.stderr is not None
