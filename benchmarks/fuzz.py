@@ -148,10 +148,9 @@ class Run:
 
 
 def fuzz(addr: tuple[str, int], run: Run, corpus: Corpus, verdict: Verdict, server: Server | None) -> None:
-    conns = [FuzzConnection(addr, "", grace=LATE_GRACE) for _ in range(run.connections)]
+    conns = [FuzzConnection(addr, f"fuzz-healthy-{k}", grace=LATE_GRACE) for k in range(run.connections)]
     waiting = [False] * len(conns)
     req_ids = itertools.count(1)
-    queues = itertools.count()
     started = time.monotonic()
     report_at = started + 30
     try:
@@ -164,7 +163,6 @@ def fuzz(addr: tuple[str, int], run: Run, corpus: Corpus, verdict: Verdict, serv
                 if n <= 0:
                     break
                 bodies = [request_body(next(req_ids), *request) for request in corpus.take(n)]
-                conn.queue = f"fuzz-healthy-{next(queues)}"
                 waiting[k] = conn.send(bodies, verdict)
             if run.progress and time.monotonic() >= report_at:
                 report_at += 30

@@ -135,7 +135,11 @@ class Verdict:
 
 
 class FuzzConnection:
-    """Sends a batch of hostile frames between a healthy PUSH and its PULL, and checks the answers."""
+    """Sends a batch of hostile frames between a healthy PUSH and its PULL, and checks the answers.
+
+    The healthy job a batch pulled is acknowledged at the head of the next batch, so a long run on one
+    queue keeps the server's state flat instead of leaving a retried job behind per batch.
+    """
 
     def __init__(
         self, addr: tuple[str, int], queue: str, reply_timeout: float = 10.0, grace: float = 0.0
@@ -150,6 +154,8 @@ class FuzzConnection:
         self.batch: list[bytes] = []
         self.expected = 0
         self.replies: list[dict[str, Any]] = []
+        self.unacked: str | None = None
+        self.overhead = 0
 
     def close(self) -> None:
         self.client.close()
@@ -166,6 +172,10 @@ class FuzzConnection:
         pull = _packed({"cmd": "PULL", "queue": self.queue, "reqId": "healthy-pull"})
         ping = _packed({"cmd": "Ping", "reqId": "healthy-ping"})
         bodies = [healthy, *batch, pull, ping]
+        if self.unacked is not None:
+            bodies.insert(0, _packed({"cmd": "ACK", "id": self.unacked, "reqId": "healthy-ack"}))
+            self.unacked = None
+        self.overhead = len(bodies) - len(batch)
         verdict.frames += len(batch)
         self.batch = batch
         self.expected = len(bodies)
@@ -203,7 +213,7 @@ class FuzzConnection:
             verdict.silent_closes += 1
             self.reconnect()
             return
-        verdict.replies += len(replies) - 3
+        verdict.replies += len(replies) - self.overhead
         if settle:
             verdict.extra_replies += self.count_extra(settle)
         by_id = {r.get("reqId"): r for r in replies if isinstance(r.get("reqId"), str)}
@@ -214,8 +224,13 @@ class FuzzConnection:
                 verdict.unencodable += 1
         pushed, pulled = by_id.get("healthy-push"), by_id.get("healthy-pull")
         job = pulled.get("job") if pulled else None
+        acked = by_id.get("healthy-ack", {"ok": True})
         if not (pushed and pushed.get("ok") and job and job.get("id") == pushed.get("id")):
             verdict.lost_jobs += 1
+        elif not acked.get("ok"):
+            verdict.lost_jobs += 1
+        else:
+            self.unacked = job["id"]
 
     def collect(self, n: int, timeout: float) -> list[dict[str, Any]]:
         """The batch's ``n`` replies (event frames skipped), the rest of them within ``timeout``."""
@@ -241,3 +256,6 @@ class FuzzConnection:
     def reconnect(self) -> None:
         self.client.close()
         self.client = RawClient(self.addr)
+        # A job pulled on the old connection may come back to its queue later: go on with a fresh queue.
+        self.unacked = None
+        self.queue = f"{self.queue}+"
