@@ -13,7 +13,7 @@ from setuptools import Extension, setup
 
 DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
-CORE_MODULES = ["framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "packer"]
+CORE_MODULES = ["framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "admission", "packer"]
 
 DIRECTIVES = {
     "language_level": 3,

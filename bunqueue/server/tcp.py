@@ -173,14 +173,11 @@ class BrokerProtocol(asyncio.Protocol):
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def pack(self, reply: Reply) -> bytes:
-        try:
-            return self.packer.frame(reply)
-        except Exception:
-            # A reply that cannot be encoded costs only itself: its client learns so under its reqId
-            # (always encodable: the runner refuses any other).
-            log.warning("a reply could not be encoded", exc_info=True)
-            return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
+    def unencodable(self, reply: Reply) -> bytes:
+        # A reply that cannot be encoded costs only itself: its client learns so under its reqId (always
+        # encodable: the runner refuses any other).
+        log.warning("a reply could not be encoded", exc_info=True)
+        return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
 
     def send(self, replies: list[Reply]) -> None:
         for reply in replies:
@@ -189,7 +186,10 @@ class BrokerProtocol(asyncio.Protocol):
 
     def queue(self, reply: Reply) -> None:
         """Pack a reply for the next write; write at once when the packed replies add up to a chunk."""
-        data = self.pack(reply)
+        try:
+            data = self.packer.frame(reply)
+        except Exception:
+            data = self.unencodable(reply)
         self.chunks.append(data)
         self.chunked += len(data)
         if self.chunked >= WRITE_CHUNK:
