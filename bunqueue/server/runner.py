@@ -67,11 +67,12 @@ class CommandRunner:
         self.broker.counters.connections += 1
         return Session(authenticated=not self.tokens)
 
-    def run_frame(self, body: bytes, client: Client) -> Reply | None:
-        """The reply to one MessagePack frame, or None when it will come through ``client.deliver``."""
-        limiter = client.limiter
-        # Counted before decoding: undecodable frames cost their sender's budget like any other.
-        allowed = limiter is None or limiter.allow()
+    def run_frame(self, body: bytes, client: Client, allowed: bool) -> Reply | None:
+        """The reply to one MessagePack frame, or None when it will come through ``client.deliver``.
+
+        ``allowed``: what the client's rate limit said of this frame. The listener asks it before decoding,
+        once for the frames of a read, so undecodable frames cost their sender's budget like any other.
+        """
         client.session.frame_size = len(body)
         try:
             request = decode_command(body)

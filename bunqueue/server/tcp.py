@@ -112,11 +112,16 @@ class BrokerProtocol(asyncio.Protocol):
     def run_frames(self, frames: list[bytes]) -> None:
         """Handle frames in order until the connection must wait; keep the rest in the backlog."""
         runner = self.runner
+        limiter = self.limiter
+        allowed = len(frames) if limiter is None else limiter.allow_many(len(frames))
         for i, body in enumerate(frames):
             if self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed:
+                if limiter is not None and allowed > i:
+                    # Counted again when they run from the backlog.
+                    limiter.give_back(allowed - i)
                 self.postpone(frames[i:])
                 break
-            reply = runner.run_frame(body, self)
+            reply = runner.run_frame(body, self, i < allowed)
             if reply is not None:
                 self.queue(reply)
         self.flush()
@@ -124,10 +129,11 @@ class BrokerProtocol(asyncio.Protocol):
     def run_backlog(self) -> None:
         backlog = self.backlog
         runner = self.runner
+        limiter = self.limiter
         while backlog and not (self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed):
             body = backlog.popleft()
             self.backlog_bytes -= len(body)
-            reply = runner.run_frame(body, self)
+            reply = runner.run_frame(body, self, limiter is None or limiter.allow())
             if reply is not None:
                 self.queue(reply)
         self.flush()
