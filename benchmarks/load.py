@@ -533,6 +533,62 @@ async def run_latency(
     )
 
 
+def _flow_graph(prefix: str, parent_q: str, child_q: str, children: int, data: dict[str, Any]) -> dict[str, Any]:
+    """One PUSHF: a parent in `parent_q` waiting for `children` children in `child_q`."""
+    kids = [f"{prefix}-{i}" for i in range(children)]
+    jobs = [{"id": prefix, "queue": parent_q, "input": {
+        "name": JOB_NAME, "data": {**data, "__childrenIds": kids}, "childrenIds": kids, "dependsOn": kids}}]
+    jobs += [{"id": kid, "queue": child_q, "input": {
+        "name": JOB_NAME, "data": {**data, "__parentId": prefix, "__parentQueue": parent_q}, "parentId": prefix}}
+        for kid in kids]
+    return {"cmd": "PUSHF", "jobs": jobs}
+
+
+async def run_pushf(
+    addr: Addr,
+    n: int = DEFAULT_JOBS,
+    *,
+    children: int = 100,
+    token: str | None = None,
+    probe: Probe | None = None,
+    connections: int = 4,
+    window: int = 4,
+    data_bytes: int = DEFAULT_DATA_BYTES,
+) -> dict[str, Any]:
+    """PUSHF graphs of one parent and `children` children (n jobs in all, rounded up to whole graphs),
+    `window` graphs in flight per connection. Verified by draining the children (which releases the
+    parents), then the parents."""
+    child_q = queue_name("pushf-c")
+    parent_q = child_q.replace("pushf-c", "pushf-p")
+    graphs = max(1, math.ceil(n / (children + 1)))
+    run = uuid.uuid4().hex[:8]
+    data = job_data(data_bytes)
+    cmds = [prepare(_flow_graph(f"{run}g{g}", parent_q, child_q, children, data)) for g in range(graphs)]
+    conns = await _connect_many(addr, connections, token)
+    parents: list[str] = []
+    kids: list[str] = []
+
+    async def send(conn: Connection, share: list[PreparedCommand]) -> None:
+        for i in range(0, len(share), window):
+            for reply in await conn.pipeline(share[i : i + window]):
+                jobs = _ok(reply, "PUSHF")["data"]["jobs"]
+                parents.append(jobs[0]["id"])
+                kids.extend(job["id"] for job in jobs[1:])
+
+    try:
+        with _measure(probe) as timer:
+            await asyncio.gather(*(send(conn, cmds[i::connections]) for i, conn in enumerate(conns)))
+        check = await _verify(conns[0], child_q, graphs * children, kids, None)
+        check_parents = await _verify(conns[0], parent_q, graphs, parents, None)
+    finally:
+        await _close_all(conns)
+    check["verified"] = check["verified"] and check_parents["verified"]
+    check["problems"] = check["problems"] + [f"parents: {p}" for p in check_parents["problems"]]
+    jobs = graphs * (children + 1)
+    return _result(f"pushf{children}", child_q, jobs, graphs, "jobs/s", timer, connections=connections,
+                   window=window, **check)
+
+
 WORKLOADS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "push": run_push,
     "pushb100": run_pushb100,
@@ -541,6 +597,7 @@ WORKLOADS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "worker": run_worker,
     "grouped_worker": run_grouped_worker,
     "latency": run_latency,
+    "pushf100": run_pushf,
 }
 
 

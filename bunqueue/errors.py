@@ -153,6 +153,10 @@ def dependency_not_found(job_id: str) -> str:
     return f"Dependency job not found: {shown(job_id)}"
 
 
+def cannot_depend_on_itself(job_id: str) -> str:
+    return f"Job cannot depend on itself: {shown(job_id)}"
+
+
 def lock_token_required(job_id: str) -> str:
     return f"Lock token required for job {shown(job_id)}"
 
@@ -276,6 +280,133 @@ def cannot_move_to_wait(state: str) -> str:
 
 def flow_key_reserved(key: str) -> str:
     return f"flow job data key is reserved: {shown(key)}"
+
+
+# Flows: PUSHF graph validation and the flow dependency commands.
+FLOW_JOBS_NOT_ARRAY = "flow jobs must be an array"
+FLOW_TOO_MANY_JOBS = "flow exceeds the 10000 job limit"
+FLOW_ID_NOT_STRING = "flow job id must be a string"
+FLOW_ID_INVALID = "flow job id is invalid or is not well-formed Unicode"
+FLOW_ID_COLON = "flow job id cannot contain a colon"
+FLOW_DATA_TOO_LARGE = "flow data is too large (max 64MB per atomic batch)"
+FLOW_REPEAT = "repeat is not supported inside an atomic flow"
+FLOW_DEDUP = "deduplication is not supported inside an atomic flow"
+FLOW_DEBOUNCE = "debounce is not supported inside an atomic flow"
+FLOW_POLICIES_EXCLUSIVE = "flow failure policies are mutually exclusive"
+FLOW_POLICY_NEEDS_PARENT = "a flow failure policy requires a parent"
+FLOW_CYCLE = "flow contains a dependency cycle"
+FLOW_OWN_PARENT = "A flow job cannot be its own parent"
+JOB_OWN_PARENT = "A job cannot be its own parent"
+MOVE_NOT_ACTIVE = "Job is not active"
+CHILD_FAILED_DEFAULT = "unknown error"
+
+
+def flow_item_not_object(index: int) -> str:
+    return f"flow jobs[{index}] must be an object"
+
+
+def flow_duplicate_id(job_id: str) -> str:
+    return f"duplicate flow job id: {shown(job_id)}"
+
+
+def flow_invalid_queue(queue: Any) -> str:
+    return f"invalid flow queue: {shown(queue)}"
+
+
+def flow_input_invalid(job_id: str) -> str:
+    return f"flow job input is invalid: {shown(job_id)}"
+
+
+def flow_custom_id_mismatch(job_id: str) -> str:
+    return f"custom id does not match planned id: {shown(job_id)}"
+
+
+def flow_parent_id_invalid(job_id: str) -> str:
+    return f"flow parent id is invalid: {shown(job_id)}"
+
+
+def flow_id_list_invalid(field: str) -> str:
+    return f"{field} must be an array of valid string job ids"
+
+
+def flow_duplicate_dependency(job_id: str) -> str:
+    return f"duplicate dependency in flow job: {shown(job_id)}"
+
+
+def flow_duplicate_child(job_id: str) -> str:
+    return f"duplicate child in flow job: {shown(job_id)}"
+
+
+def flow_dependency_not_found(job_id: str) -> str:
+    return f"flow dependency not found: {shown(job_id)}"
+
+
+def flow_self_dependency(job_id: str) -> str:
+    return f"flow job cannot depend on itself: {shown(job_id)}"
+
+
+def flow_child_not_dependency(child_id: str) -> str:
+    return f"flow child is missing from dependencies: {shown(child_id)}"
+
+
+def flow_child_not_found(child_id: str) -> str:
+    return f"flow child not found: {shown(child_id)}"
+
+
+def flow_child_not_pointing_back(child_id: str, parent_id: str) -> str:
+    return f"flow child {shown(child_id)} does not point back to parent {shown(parent_id)}"
+
+
+def flow_parent_not_found(parent_id: str) -> str:
+    return f"flow parent not found: {shown(parent_id)}"
+
+
+def flow_parent_not_owner(parent_id: str, child_id: str) -> str:
+    return f"flow parent {shown(parent_id)} does not own child {shown(child_id)}"
+
+
+def flow_child_metadata(child_id: str, parent_id: str) -> str:
+    return f"flow child {shown(child_id)} metadata does not match parent {shown(parent_id)}"
+
+
+def flow_children_mismatch(parent_id: str) -> str:
+    return f"flow parent {shown(parent_id)} children does not match the canonical flow topology"
+
+
+def flow_job_exists(job_id: str) -> str:
+    return f"Flow job {shown(job_id)} already exists"
+
+
+def child_not_found(job_id: Any) -> str:
+    return f"Child job not found: {shown(job_id)}"
+
+
+def parent_not_found(job_id: Any) -> str:
+    return f"Parent job not found: {shown(job_id)}"
+
+
+def parent_not_linkable(job_id: str) -> str:
+    return f"Parent job {shown(job_id)} is not linkable"
+
+
+def parent_in_other_queue(parent_id: str, queue: str, expected: str) -> str:
+    return f"Parent job {shown(parent_id)} belongs to queue {shown(queue)}, not {shown(expected)}"
+
+
+def child_owned_elsewhere(child_id: str, owner: str) -> str:
+    return f"Child job {shown(child_id)} already belongs to parent {shown(owner)}"
+
+
+def child_failed(child_id: str, error: Any) -> str:
+    return f"Child job {shown(child_id)} failed: {shown(error)}"
+
+
+def job_not_found(job_id: Any) -> str:
+    return f"Job not found: {shown(job_id)}"
+
+
+def job_has_no_parent(job_id: str) -> str:
+    return f"Job {shown(job_id)} has no parent"
 
 
 def must_be_string_or_array(field: str) -> str:

@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# The default workload set of benchmarks.load, spelled out so the test needs no import path setup.
-WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "grouped_worker", "latency"}
+# The default workload set of benchmarks.load and benchmarks.http_load, spelled out so the test needs no
+# import path setup.
+WORKLOADS = {"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "grouped_worker", "latency", "pushf100",
+             "http_push", "http_health"}
 
 
 def test_quick_compare_of_ours_reports_every_workload_verified(tmp_path: Path) -> None:

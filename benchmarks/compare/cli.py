@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.http_load import HTTP_WORKLOADS
 from benchmarks.load import WORKLOADS
 
 from .baseline import ensure_baseline
@@ -29,6 +30,8 @@ from .rounds import Plan, run_plan
 from .servers import MODES, REPO_ROOT, Launcher, OursLauncher
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
+# The TCP workloads of benchmarks.load, then the HTTP ones of benchmarks.http_load.
+ALL_WORKLOADS = [*WORKLOADS, *HTTP_WORKLOADS]
 DEFAULTS = {"rounds": 3, "jobs": 50_000, "warmup": 2_000, "timeout": 600.0}
 # Small enough to finish in seconds, large enough that every workload still runs its real path.
 QUICK = {"rounds": 1, "jobs": 2_000, "warmup": 200, "timeout": 120.0}
@@ -54,8 +57,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="also run ours at git revision REV (built under benchmarks/.cache/baseline) in the "
                         "same rounds, as a third server \"base\" with a before/after ratio")
     p.add_argument("--modes", type=_csv(MODES), default=list(MODES), help="memory,sqlite (default: both)")
-    p.add_argument("--workloads", type=_csv(list(WORKLOADS)), nargs="+", default=None, metavar="W",
-                   help=f"workloads, in order (default: all of {','.join(WORKLOADS)})")
+    p.add_argument("--workloads", type=_csv(ALL_WORKLOADS), nargs="+", default=None, metavar="W",
+                   help=f"workloads, in order (default: all of {','.join(ALL_WORKLOADS)})")
     p.add_argument("--rounds", type=int,
                    help=f"A/B rounds (default {DEFAULTS['rounds']}, quick {QUICK['rounds']})")
     p.add_argument("--jobs", type=int,
@@ -75,7 +78,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def make_plan(args: argparse.Namespace) -> Plan:
     base = QUICK if args.quick else DEFAULTS
-    workloads = [w for group in args.workloads for w in group] if args.workloads else list(WORKLOADS)
+    workloads = [w for group in args.workloads for w in group] if args.workloads else ALL_WORKLOADS
 
     def pick(name: str) -> Any:
         value = getattr(args, name)

@@ -21,6 +21,8 @@ from .rounds import Plan
 Row = dict[str, Any]
 Cell = dict[str, Any]
 SERVERS = ("ours", "bun", "base")
+# Workloads whose rate is not jobs per second.
+RATE_UNITS = {"latency": "ops/s", "http_health": "req/s"}
 LATENCY_KEYS = (("p50_us", "latency p50"), ("p99_us", "latency p99"), ("p999_us", "latency p999"))
 
 
@@ -41,13 +43,14 @@ def measures(plan: Plan) -> list[Measure]:
     out: list[Measure] = []
     for mode in plan.modes:
         for name in plan.workloads:
-            unit = "ops/s" if name == "latency" else "jobs/s"
+            unit = RATE_UNITS.get(name, "jobs/s")
             out.append(Measure(mode, name, name, "rate", unit, True, "{:,.0f}"))
         if "latency" in plan.workloads:
             out += [Measure(mode, label, "latency", key, "us", False, "{:,.1f}")
                     for key, label in LATENCY_KEYS]
         for name in plan.workloads:
-            out.append(Measure(mode, f"cpu {name}", name, "cpu_s_per_1k", "cpu s/1k jobs", False, "{:.4f}"))
+            per = "requests" if RATE_UNITS.get(name) == "req/s" else "jobs"
+            out.append(Measure(mode, f"cpu {name}", name, "cpu_s_per_1k", f"cpu s/1k {per}", False, "{:.4f}"))
         out.append(Measure(mode, "peak RSS", None, "peak_rss_mib", "MiB", False, "{:,.1f}"))
     return out
 

@@ -3,11 +3,13 @@ same workloads; the order of the servers is swapped from one round to the next s
 always runs on a machine warmed (or loaded) by the other."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.http_load import HTTP_WORKLOADS
 from benchmarks.load import run_workload, server_info
 
 from .machine import source_fingerprint
@@ -61,7 +63,12 @@ async def measure(server: Server, name: str, plan: Plan, jobs: int | None = None
     try:
         cpu_before = server.cpu_seconds()
         with pin as pin_note:
-            row = await run_workload(name, server.addr, n, timeout=plan.timeout, probe=server.cpu_seconds)
+            if name in HTTP_WORKLOADS:
+                async with asyncio.timeout(plan.timeout):
+                    row = await HTTP_WORKLOADS[name](
+                        server.addr, n, http_addr=server.http_addr, probe=server.cpu_seconds)
+            else:
+                row = await run_workload(name, server.addr, n, timeout=plan.timeout, probe=server.cpu_seconds)
         _add_cpu(row, row.pop("probe_delta"), server.cpu_seconds() - cpu_before)
     except Exception as exc:  # noqa: BLE001 - any failure is one failed row, not a crashed run
         reason = _describe(exc)
@@ -90,7 +97,8 @@ def _progress_line(row: Row) -> str:
         return f"    {name:<11} FAILED: {'; '.join(row.get('problems') or [row.get('error', '?')])}"
     line = f"    {name:<11} {row['rate']:>11,.0f} {row['unit']:<6}"
     if row.get("cpu_s_per_1k") is not None:
-        line += f"  server cpu {row['cpu_s_per_1k']:.4f} s/1k jobs"
+        per = "requests" if row["unit"] == "req/s" else "jobs"
+        line += f"  server cpu {row['cpu_s_per_1k']:.4f} s/1k {per}"
     if "p50_us" in row:
         line += f"  p50/p99/p999 {row['p50_us']}/{row['p99_us']}/{row['p999_us']} us"
     return line

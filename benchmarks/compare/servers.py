@@ -86,6 +86,7 @@ class Server:
     mode: str
     proc: subprocess.Popen[bytes]
     port: int
+    http_port: int
     workdir: Path
     log_path: Path
     info: dict[str, object] = field(default_factory=dict)
@@ -93,6 +94,10 @@ class Server:
     @property
     def addr(self) -> tuple[str, int]:
         return (HOST, self.port)
+
+    @property
+    def http_addr(self) -> tuple[str, int]:
+        return (HOST, self.http_port)
 
     @property
     def pid(self) -> int:
@@ -162,8 +167,8 @@ def started(launcher: Launcher, mode: str, timeout: float = 30.0) -> Iterator[Se
     """
     workdir = Path(tempfile.mkdtemp(prefix=f"bq-compare-{launcher.name}-{mode}-"))
     data_path = workdir / "bunqueue.db" if mode == "sqlite" else None
-    tcp_port = free_port()
-    spec = launcher.launch(tcp_port, free_port(), workdir, data_path)
+    tcp_port, http_port = free_port(), free_port()
+    spec = launcher.launch(tcp_port, http_port, workdir, data_path)
     log_path = workdir / "server.log"
     try:
         with log_path.open("wb") as log:
@@ -171,7 +176,7 @@ def started(launcher: Launcher, mode: str, timeout: float = 30.0) -> Iterator[Se
                 spec.argv, cwd=spec.cwd, env=_environment(spec.env), stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT,
             )
-        server = Server(launcher.name, mode, proc, tcp_port, workdir, log_path)
+        server = Server(launcher.name, mode, proc, tcp_port, http_port, workdir, log_path)
         try:
             _wait_listening(server, timeout)
             yield server

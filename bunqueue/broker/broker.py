@@ -40,6 +40,7 @@ from bunqueue.broker.deadlines import (
 from bunqueue.broker.dedup import UniqueKeys
 from bunqueue.broker.dependencies import Dependencies
 from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.flowpolicy import FlowPolicies
 from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.limits import RateLimitWakeups
 from bunqueue.broker.queue import Queues, QueueState
@@ -77,6 +78,7 @@ class Broker:
         self.keys = UniqueKeys(self.jobs, self.store)
         self.deps = Dependencies(self.records)
         self.events = events.EventHub(clock)
+        self.queues.on_created = self.events.queue_created
         # Running totals for Stats, Metrics, Prometheus and the dashboards (see monitoring.counters).
         self.counters = Counters()
         self.stalls = StallDetector(self.jobs, self.queues, self.alarms)
@@ -90,6 +92,9 @@ class Broker:
             rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
+        # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
+        self.flows = t.flows = FlowPolicies(self.jobs)
+        self.flows.transitions = t
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
@@ -148,14 +153,17 @@ class Broker:
         if job.repeat is not None:
             repeat.check(job, opts["repeat"], now)
         if job.group_id is not None:
-            self._check_group_caps([job])
+            self.check_group_caps([job])
         if job.unique_key is not None:
             self.keys.preflight(job, now, self.deps.dependents)
+        parent = self.flows.parent_of_push(job) if job.parent_id is not None else None
         counters = self.counters
         before = counters.pushed
         job_id = self._admit(job, now)
         if counters.pushed != before:
             counters.queue(queue).events += 1
+            if parent is not None:
+                self.flows.adopt(parent, job_id, False)
         return job_id
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
@@ -165,19 +173,27 @@ class Broker:
         now = self.clock()
         jobs = build_batch(self.factory, items, queue, now, check_size)
         positions = needing_checks(jobs)
-        if positions:
-            self._check_batch(items, jobs, positions, now)
+        # Jobs that join an existing parent (Queue.add with a parent) are checked too.
+        parented = [i for i, job in enumerate(jobs) if job.parent_id is not None]
+        if parented:
+            positions = sorted(set(positions).union(parented))
+        parents = self._check_batch(items, jobs, positions, now) if positions else {}
         counters = self.counters
         before = counters.pushed
         ids = self.transitions.admit_batch(jobs, now, self.queues.of(queue))
         # One journal count per batch: admission counts the jobs, the queue's share is the difference.
         counters.queue(queue).events += counters.pushed - before
+        for i, parent in parents.items():
+            if self.jobs.get(ids[i]) is jobs[i]:
+                self.flows.adopt(parent, ids[i], False)
         return ids
 
-    def _check_batch(self, items: list[Any], jobs: list[Job], positions: list[int], now: float) -> None:
+    def _check_batch(self, items: list[Any], jobs: list[Job], positions: list[int], now: float) -> dict[int, Job]:
         """The checks against the broker of the batch's jobs at ``positions`` (custom ids, dependencies,
-        repeats, group caps, unique keys); a failure names the job's position."""
+        repeats, parents, group caps, unique keys); a failure names the job's position. Returns the
+        existing parents that jobs of the batch join, by position."""
         batch_ids = {jobs[i].custom_id for i in positions if jobs[i].custom_id is not None}
+        parents: dict[int, Job] = {}
         for i in positions:
             job = jobs[i]
             if job.pending_deps is not None:
@@ -190,7 +206,14 @@ class Broker:
                     repeat.check(job, items[i]["repeat"], now)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
-        self._check_group_caps([jobs[i] for i in positions])
+            if job.parent_id is not None:
+                try:
+                    parent = self.flows.parent_of_push(job)
+                except CommandError as exc:
+                    raise CommandError(errors.batch_item(i, exc.message)) from None
+                if parent is not None:
+                    parents[i] = parent
+        self.check_group_caps([jobs[i] for i in positions])
         for i in positions:
             job = jobs[i]
             if job.unique_key is not None:
@@ -198,6 +221,7 @@ class Broker:
                     self.keys.preflight(job, now, self.deps.dependents)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
+        return parents
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
         job = self.factory.build(opts, queue, now, batch)
@@ -205,7 +229,7 @@ class Broker:
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
         return job
 
-    def _check_group_caps(self, jobs: list[Job]) -> None:
+    def check_group_caps(self, jobs: list[Job]) -> None:
         """groupMaxSize is checked for the batch as a whole: earlier members count toward later caps."""
         added: dict[tuple[str, str], int] = {}
         for job in jobs:

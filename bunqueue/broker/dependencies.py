@@ -28,13 +28,13 @@ class Dependencies:
         """Every dependency must exist, have completed, or come in the same batch."""
         if job.pending_deps is None:
             return
+        if job.id in job.pending_deps:
+            raise CommandError(errors.cannot_depend_on_itself(job.id))
         jobs = self.records.jobs
         proofs = self.records.completion_proofs
         for dep in job.depends_on:
             if dep not in jobs and dep not in proofs and dep not in batch_ids:
                 raise CommandError(errors.dependency_not_found(dep))
-        if job.id in job.pending_deps:
-            raise CommandError(errors.dependency_not_found(job.id))
 
     def register(self, q: QueueState, job: Job) -> None:
         """Drop dependencies that already completed; park the job while any remain."""
@@ -50,8 +50,13 @@ class Dependencies:
             return
         job.state = states.WAITING_CHILDREN
         q.park(job.id)
-        for dep in deps:
-            self.dependents.setdefault(dep, set()).add(job.id)
+        self.wait_for(job)
+
+    def wait_for(self, job: Job) -> None:
+        """List a parked job under each of its pending dependencies."""
+        dependents = self.dependents
+        for dep in job.pending_deps or ():
+            dependents.setdefault(dep, set()).add(job.id)
 
     def unregister(self, job: Job) -> None:
         """A waiting-children job leaves: its dependencies stop pointing at it."""
@@ -63,6 +68,18 @@ class Dependencies:
                 if not waiting:
                     del dependents[dep]
         job.pending_deps = None
+
+    def drop(self, job: Job, dep_id: str) -> None:
+        """``job`` stops waiting for ``dep_id`` (a flow edge removed or given up)."""
+        pending = job.pending_deps
+        if pending is None or dep_id not in pending:
+            return
+        pending.discard(dep_id)
+        waiting = self.dependents.get(dep_id)
+        if waiting is not None:
+            waiting.discard(job.id)
+            if not waiting:
+                del self.dependents[dep_id]
 
     def released_by(self, dep_id: str) -> list[Job]:
         """``dep_id`` completed: the parked jobs it was the last dependency of (their deps cleared)."""

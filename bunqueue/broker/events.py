@@ -2,8 +2,11 @@
 
 A transition asks ``hub.wanted`` (or ``hub.listening(queue)``) first: with no subscriber and no enabled
 webhook an event costs one attribute read and nothing is built. Delivery is a callable the server sets on
-each session, and webhooks get their payloads through their registry's outboxes, so the broker never
-touches a socket.
+each session, and webhooks get a small record of the event through their registry's outboxes, so the
+broker never touches a socket.
+
+Besides job events the hub carries system events (``queue:created``, ``client:connected``, ...) to the
+listeners in ``notices``: the HTTP event streams attach one only while a stream is open.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ DUPLICATED = "duplicated"
 
 
 class EventHub:
-    __slots__ = ("by_queue", "clock", "taps", "wanted", "webhooks")
+    __slots__ = ("by_queue", "clock", "notices", "taps", "wanted", "webhooks")
 
     def __init__(self, clock: Callable[[], float] = now_ms, webhooks: WebhookRegistry | None = None) -> None:
         self.clock = clock
@@ -41,6 +44,8 @@ class EventHub:
         self.taps: list[Callable[[dict[str, Any]], None]] = []
         # Whether anyone hears events at all: a subscriber, a tap or an enabled webhook (see refresh).
         self.wanted = False
+        # Listeners to system events, called with (name, data).
+        self.notices: list[Callable[[str, dict[str, Any]], None]] = []
 
     def refresh(self) -> None:
         """Recompute ``wanted``; called when subscriptions, taps or enabled webhooks change."""
@@ -53,6 +58,15 @@ class EventHub:
     def remove_tap(self, tap: Callable[[dict[str, Any]], None]) -> None:
         self.taps.remove(tap)
         self.refresh()
+
+    def notify(self, name: str, data: dict[str, Any]) -> None:
+        """A system event; callers that build its data check ``notices`` first."""
+        for listener in self.notices:
+            listener(name, data)
+
+    def queue_created(self, queue: str) -> None:
+        if self.notices:
+            self.notify("queue:created", {"queue": queue})
 
     def subscribe(self, session: Session, queue: str) -> None:
         """Listen to ``queue``; a new subscription replaces the session's previous one."""
@@ -84,17 +98,19 @@ class EventHub:
         taps = self.taps
         if not listeners and not hooks and not taps:
             return
-        event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": self.clock()}
-        event.update(fields)
-        if listeners:
-            frame = {"type": "event", "event": event}
-            for session in listeners:
-                if session.deliver is not None:
-                    session.deliver(frame)
+        now = self.clock()
+        if listeners or taps:
+            event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now}
+            event.update(fields)
+            if listeners:
+                frame = {"type": "event", "event": event}
+                for session in listeners:
+                    if session.deliver is not None:
+                        session.deliver(frame)
+            for tap in taps:
+                tap(event)
         if hooks:
-            self.webhooks.offer(event)
-        for tap in taps:
-            tap(event)
+            self.webhooks.offer(event_type, queue, job_id, now, fields)
 
     def stalled(self, job: Job, to_dlq: bool) -> None:
         """A lost attempt (stall or expired lease), with what became of the job, as the reference says it."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from bunqueue._core.groups import ANY_LANE, NO_LANE, GroupClaim, GroupScheduler
@@ -391,8 +392,15 @@ class QueueState:
 class Queues(dict[str, QueueState]):
     """The broker's queues by name; a queue exists from the first time anything names it."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        # Told the name of every queue that comes into being (the broker points it at its event hub).
+        self.on_created: Callable[[str], None] | None = None
+
     def of(self, name: str) -> QueueState:
         q = self.get(name)
         if q is None:
             q = self[name] = QueueState(name)
+            if self.on_created is not None:
+                self.on_created(name)
         return q

@@ -55,6 +55,10 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
         broker.queue(queue).n_completed = count
     broker.records.results.update(snap.results)
     _restore_dlq(broker, snap.dlq, failed)
+    children = [job for job in failed.values() if job.parent_id is not None]
+    if children:
+        kept = {job.id: entry["error"] for job in children if (entry := broker.dlq.get(job.id)) is not None}
+        broker.flows.restore(children, kept)
     for record in snap.webhooks:
         broker.events.webhooks.add(Webhook.from_record(record))
     broker.events.refresh()

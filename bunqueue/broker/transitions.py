@@ -43,6 +43,7 @@ from bunqueue.broker.deadlines import LEASES, Alarms
 from bunqueue.broker.dedup import PENDING, UniqueKeys
 from bunqueue.broker.dependencies import Dependencies
 from bunqueue.broker.dlqtable import DeadLetters
+from bunqueue.broker.flowpolicy import FlowPolicies
 from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.queue import Queues, QueueState
 from bunqueue.broker.records import JobRecords, settle_waiters
@@ -117,6 +118,8 @@ class Transitions:
         self.clock = clock
         # Pushes the successor of a repeating job after its ACK (set by the broker, which owns PUSH).
         self.repeats: RepeatChain | None = None
+        # Applies a child's failure policy to its parent (set by the broker; see broker.flows).
+        self.flows: FlowPolicies | None = None
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
         self._stall_checks = stalls.exact
         self._timeout_deadlines = timeouts.deadlines
@@ -234,6 +237,81 @@ class Transitions:
                 return owner_id
         keys.take(job, now)
         return None
+
+    # -- flows ---------------------------------------------------------------------------------------
+
+    def prepare_member(self, job: Job, now: float) -> None:
+        """A PUSHF member's first state and timeline, set before it is stored and published."""
+        if job.pending_deps:
+            job.state = states.WAITING_CHILDREN
+            initial = states.WAITING_CHILDREN_NAME
+        elif job.run_at > now:
+            job.state = states.DELAYED
+            initial = states.DELAYED_NAME
+        else:
+            job.state = states.READY
+            initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+        job.timeline = [{"state": initial, "timestamp": now}]
+
+    def publish_member(self, job: Job) -> None:
+        """A prepared PUSHF member becomes visible (with a durable store, after its graph committed)."""
+        q = self.queues.of(job.queue)
+        self.jobs[job.id] = job
+        if job.state == states.WAITING_CHILDREN:
+            q.park(job.id)
+            self.deps.wait_for(job)
+        elif job.state == states.DELAYED:
+            q.add_delayed(job)
+            if q.waiters:
+                q.wake(len(q.waiters))
+        else:
+            q.add_ready(job)
+            if q.waiters:
+                q.wake(1)
+        self.counters.pushed += 1
+        if self.events.wanted:
+            self.events.emit(job.queue, events.PUSHED, job.id)
+
+    def hold_for_children(self, job: Job) -> None:
+        """A queued parent that gained an unfinished child waits for it (a legacy UpdateParent link)."""
+        q = self.queues[job.queue]
+        if job.state in QUEUED:
+            q.remove_queued(job)
+            job.state = states.WAITING_CHILDREN
+            q.park(job.id)
+        if job.timeline[-1]["state"] != states.WAITING_CHILDREN_NAME:
+            add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": self.clock()})
+        self.deps.wait_for(job)
+        self.store.job_changed(job)
+
+    def park_active(self, job: Job, pending: set[str] | None, now: float) -> None:
+        """MoveToWaitingChildren: an active job waits for its unfinished children (``pending``)."""
+        q = self.stop_running(job)
+        job.state = states.WAITING_CHILDREN
+        add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": now})
+        q.park(job.id)
+        job.pending_deps = pending
+        self.deps.wait_for(job)
+        self.store.job_changed(job)
+
+    def release_parent(self, job: Job, now: float) -> None:
+        """A waiting-children parent whose remaining children no longer hold it runs now."""
+        self.deps.unregister(job)
+        q = self.queues[job.queue]
+        q.unpark(job.id)
+        job.run_at = now
+        self.enqueue(q, job, now)
+        self.store.job_changed(job)
+
+    def fail_parent(self, job: Job, error: str, now: float) -> None:
+        """failParentOnFailure: a queued or waiting parent goes to the DLQ when its child failed for good."""
+        self.take_out(job)
+        if job.unique_key is not None:
+            self.keys.release(job)
+        self.record_failure(job, "unknown", error, now)
+        self.dead_letter(job, "unknown", error, now)
+        if self.events.wanted:
+            self.events.failed(job, error, True)
 
     # -- active ----------------------------------------------------------------------------------------
 
@@ -425,6 +503,8 @@ class Transitions:
                 self.store.job_changed(parked)
         if job.repeat is not None and self.repeats is not None:
             self.repeats.completed(job, now)
+        if job.children_ids and self.flows is not None:
+            self.flows.forget_parent(job_id)
 
     # -- lost attempts -------------------------------------------------------------------------------
 
@@ -550,8 +630,13 @@ class Transitions:
         self.counters.on_failed(job.queue, now, True)
         if remove or job.remove_on_fail:
             self.records.delete(job)
-            return
-        self.dead_letter(job, reason, error, now)
+        else:
+            self.dead_letter(job, reason, error, now)
+        if self.flows is not None:
+            if job.parent_id is not None:
+                self.flows.child_failed(job, error, now)
+            if job.children_ids:
+                self.flows.forget_parent(job.id)
 
     # -- the DLQ -------------------------------------------------------------------------------------
 

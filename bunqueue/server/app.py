@@ -18,7 +18,7 @@ from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.server.tls import server_context
-from bunqueue.server.webhooks import WebhookDelivery
+from bunqueue.server.webhooks import DRAIN_LIMIT_MS, WebhookDelivery
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.sqlite import SQLiteStore
 
@@ -148,5 +148,5 @@ class BrokerServer:
             await self.http.close()
         if self.deadlines is not None:
             self.deadlines.cancel()
-        await self.webhook_delivery.close()
+        await self.webhook_delivery.close(min(DRAIN_LIMIT_MS, max(0.0, deadline - now_ms())))
         await self.store.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections import deque
 from typing import Any
 
@@ -63,6 +64,8 @@ class BrokerProtocol(asyncio.Protocol):
         # Event frames for this client, written together at the end of the loop turn that made them.
         self.outbox: list[dict[str, Any]] = []
         self.closed = False
+        # The id the event streams know this connection by; made when a stream first needs it.
+        self.client_id: str | None = None
 
     # -- connection lifecycle ----------------------------------------------------------------------
 
@@ -72,6 +75,7 @@ class BrokerProtocol(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         self.session.deliver = self.deliver_event
         self.connections.add(self)
+        self.announce("client:connected")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -82,6 +86,15 @@ class BrokerProtocol(asyncio.Protocol):
         self.backlog_bytes = 0
         self.outbox = []
         self.runner.release(self)
+        self.announce("client:disconnected")
+
+    def announce(self, name: str) -> None:
+        """Tell the event streams (if any is open) that this connection came or went."""
+        events = self.runner.broker.events
+        if events.notices:
+            if self.client_id is None:
+                self.client_id = str(uuid.uuid4())
+            events.notify(name, {"clientId": self.client_id, "transport": "tcp"})
 
     def pause_writing(self) -> None:
         self.writing_paused = True

@@ -36,6 +36,13 @@ class Store(Protocol):
     def job_added(self, job: Job) -> None:
         """A new job was admitted (its first row). Its reply waits for the commit only if durable."""
 
+    def graph_added(self, jobs: list[Job]) -> asyncio.Future[str | None] | None:
+        """A PUSHF graph, not yet visible: all its rows go to disk in one transaction.
+
+        Returns the commit to wait for before the graph may be published (it resolves with None, or
+        with the error text when the write failed), or None when nothing is kept.
+        """
+
     def job_changed(self, job: Job, sync: bool = True) -> None:
         """A persistent field of a job changed: write its current state.
 
@@ -107,6 +114,9 @@ class MemoryStore:
 
     def job_added(self, job: Job) -> None:
         pass
+
+    def graph_added(self, jobs: list[Job]) -> None:
+        return None
 
     def job_changed(self, job: Job, sync: bool = True) -> None:
         pass

@@ -405,6 +405,16 @@ class SQLiteStore:
         if job.durable or len(batch.jobs) >= MAX_BUFFERED_JOBS:
             self.must_wait = True
 
+    def graph_added(self, jobs: list[Job]) -> asyncio.Future[str | None]:
+        # A batch is written in one transaction, so the graph's rows commit together.
+        batch = self._changed()
+        for job in jobs:
+            batch.jobs[job.id] = job
+        if batch.ticket is None:
+            assert self.loop is not None
+            batch.ticket = self.loop.create_future()
+        return batch.ticket
+
     def job_changed(self, job: Job, sync: bool = True) -> None:
         batch = self._changed()
         batch.jobs[job.id] = job

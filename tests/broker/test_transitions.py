@@ -194,3 +194,14 @@ def test_a_closed_connection_requeues_its_jobs_without_charge(world: World) -> N
     assert (job.state, job.attempts, job.stall_count) == (states.READY, 0, 0)
     assert math.isnan(job.started_at)
     assert world.store.take() == [("job_changed", job_id)]
+
+
+def test_a_new_queue_is_announced_to_system_listeners_only_while_one_listens(world: World) -> None:
+    world.push(queue="before")
+    heard: list[tuple[str, dict[str, object]]] = []
+    world.broker.events.notices.append(lambda name, data: heard.append((name, data)))
+    world.push(queue="fresh")
+    world.push(queue="fresh")
+    world.push(queue="before")
+    world.send({"cmd": "Pause", "queue": "paused-first"})
+    assert heard == [("queue:created", {"queue": "fresh"}), ("queue:created", {"queue": "paused-first"})]

@@ -28,7 +28,7 @@ class Broker:
 
     def env(self) -> dict[str, str]:
         """What the scenario scripts read to find the broker."""
-        env = {"COMPAT_HOST": self.host, "COMPAT_PORT": str(self.port)}
+        env = {"COMPAT_HOST": self.host, "COMPAT_PORT": str(self.port), "COMPAT_SERVER": target()}
         if self.token:
             env["COMPAT_TOKEN"] = self.token
         return env

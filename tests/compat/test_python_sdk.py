@@ -15,7 +15,7 @@ SCENARIOS = Path(__file__).parent / "sdk"
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.mark.parametrize("scenario", ["add_and_query", "worker_results", "failures", "schedulers"])
+@pytest.mark.parametrize("scenario", ["add_and_query", "worker_results", "failures", "schedulers", "flows"])
 def test_scenario(scenario: str, sdk_python: Path, broker: Broker) -> None:
     run_scenario([str(sdk_python), f"{scenario}.py"], SCENARIOS, broker)
 

@@ -30,7 +30,7 @@ def client(request: pytest.FixtureRequest) -> dict[str, str]:
     "scenario",
     [
         "add_and_query", "worker_concurrency", "retries", "dedup_options", "progress_logs", "pause_resume",
-        "dlq_retry", "queue_events", "groups", "job_schedulers",
+        "dlq_retry", "queue_events", "groups", "job_schedulers", "flows",
     ],
 )
 def test_scenario(scenario: str, client: dict[str, str], bun: Path, broker: Broker) -> None:

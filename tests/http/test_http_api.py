@@ -48,6 +48,19 @@ async def test_health_probes_answer_without_a_token(http: Any) -> None:
     assert (await fetch(http, "GET", "/ready"))[:2] == (200, {"ok": True, "ready": True})
 
 
+async def test_health_counts_waiting_jobs_as_the_original_does(http: Any) -> None:
+    async def waiting() -> int:
+        return int((await fetch(http, "GET", "/health"))[1]["queues"]["waiting"])
+
+    before = await waiting()
+    await fetch(http, "POST", "/queues/h-hw/jobs", json={"data": 1, "priority": 5})
+    await fetch(http, "POST", "/queues/h-hw/jobs", json={"data": 2})
+    await fetch(http, "POST", "/queues/h-hw-paused/jobs", json={"data": 3})
+    await fetch(http, "POST", "/queues/h-hw-paused/pause")
+    # Prioritized jobs are not "waiting" there; a paused queue's jobs are.
+    assert await waiting() - before == 2
+
+
 async def test_push_over_http_is_the_same_job_over_tcp(http: Any, http_server: ServerProcess) -> None:
     status, body, _ = await fetch(http, "POST", "/queues/h-x/jobs", json={"name": 42, "data": {"k": 1}, "attempts": 5})
     assert status == 200 and body["ok"] is True
@@ -135,6 +148,20 @@ async def test_websocket_runs_commands_and_checks_subscriptions(http: Any) -> No
         assert json.loads(await ws.receive_str()) == {"ok": True, "subscribed": ["job:*"], "reqId": "s"}
     status, text, headers = await fetch(http, "GET", "/ws")
     assert (status, text) == (400, "WebSocket upgrade failed")
+
+
+async def test_websocket_subscribers_receive_the_system_events_they_named(http: Any) -> None:
+    async with http.ws_connect("/ws") as ws:
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": ["queue:*"]}))
+        assert json.loads(await ws.receive_str()) == {"ok": True, "subscribed": ["queue:*"]}
+        await ws.send_str(json.dumps({"cmd": "PUSH", "queue": "h-ws-sys", "name": "n", "data": 1, "reqId": "p"}))
+        messages = [json.loads(await asyncio.wait_for(ws.receive_str(), 5)) for _ in range(3)]
+        events = {m["event"]: m for m in messages if "event" in m}
+        assert [m for m in messages if "event" not in m][0]["reqId"] == "p"
+        assert events["queue:created"]["data"] == {"queue": "h-ws-sys"} and events["queue:created"]["ts"] > 0
+        assert events["queue:counts"]["data"]["waiting"] == 1
+        # job:pushed was not asked for.
+        assert set(events) == {"queue:created", "queue:counts"}
 
 
 async def test_sse_stream_opens_with_retry_and_client_id(http: Any) -> None:
@@ -228,12 +255,82 @@ async def test_monitoring_answers_in_the_originals_shapes(http: Any) -> None:
     assert (await fetch(http, "GET", "/dashboard/queues/bad%20name"))[0] == 400
 
 
-async def test_job_events_reach_sse_streams(http: Any) -> None:
+async def next_event(resp: Any) -> tuple[str, Any]:
+    """The next SSE message of a stream as (event name, data)."""
+    message = (await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)).decode()
+    lines = dict(line.split(": ", 1) for line in message.strip().splitlines())
+    assert lines["id"].isdigit()
+    return lines["event"], json.loads(lines["data"])
+
+
+async def events_until(resp: Any, name: str) -> list[tuple[str, Any]]:
+    """Messages up to and including the first one called ``name``."""
+    seen = [await next_event(resp)]
+    while seen[-1][0] != name:
+        seen.append(await next_event(resp))
+    return seen
+
+
+async def next_event_or_none(resp: Any, wait_s: float = 0.2) -> tuple[str, Any] | None:
+    try:
+        return await asyncio.wait_for(next_event(resp), wait_s)
+    except TimeoutError:
+        return None
+
+
+async def test_job_events_reach_sse_streams_and_system_events_every_stream(http: Any) -> None:
     async with http.get("/events/queues/h-sse") as resp:
         await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
         await fetch(http, "POST", "/queues/h-sse-other/jobs", json={"data": 0})
         _, pushed, _ = await fetch(http, "POST", "/queues/h-sse/jobs", json={"data": 1})
-        message = (await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)).decode()
-        lines = dict(line.split(": ", 1) for line in message.strip().splitlines())
-        assert lines["event"] == "job:pushed" and lines["id"].isdigit()
-        assert json.loads(lines["data"])["jobId"] == pushed["id"]
+        seen = await events_until(resp, "job:pushed")
+        # The other queue's job event is filtered out; its creation, a system event, is not.
+        names = [name for name, _ in seen]
+        assert names.index("queue:created") < names.index("job:pushed")
+        assert ("queue:created", {"queue": "h-sse-other"}) in seen and ("queue:created", {"queue": "h-sse"}) in seen
+        assert seen[-1][1]["jobId"] == pushed["id"] and seen[-1][1]["queue"] == "h-sse"
+
+
+async def test_sse_streams_hear_tcp_clients_come_and_go(http: Any, http_server: ServerProcess) -> None:
+    async with http.get("/events") as resp:
+        await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+        conn = await connect("127.0.0.1", http_server.port)
+        (name, came), = [e for e in await events_until(resp, "client:connected") if e[0].startswith("client:")]
+        assert came["transport"] == "tcp" and len(came["clientId"]) == 36
+        await conn.close()
+        went = (await events_until(resp, "client:disconnected"))[-1][1]
+        assert went == came
+
+
+async def test_queue_counts_follow_job_changes_coalesced(http: Any, http_server: ServerProcess) -> None:
+    conn = await connect("127.0.0.1", http_server.port)
+    try:
+        async with http.get("/events") as resp:
+            await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+            # Ten jobs in one command: one snapshot after them, not one per job.
+            jobs = [{"name": "n", "data": i} for i in range(10)]
+            await conn.request({"cmd": "PUSHB", "queue": "h-counts", "jobs": jobs})
+            seen = await events_until(resp, "queue:counts")
+            assert [n for n, _ in seen].count("job:pushed") == 10
+            assert seen[-1][1] == {"queue": "h-counts", "waiting": 10, "prioritized": 0, "active": 0,
+                                   "completed": 0, "failed": 0, "delayed": 0}
+            job = (await conn.request({"cmd": "PULL", "queue": "h-counts"}))["job"]
+            await conn.request({"cmd": "ACK", "id": job["id"]})
+            counts: dict[str, Any] = {}
+            while counts.get("completed") != 1:
+                counts = (await events_until(resp, "queue:counts"))[-1][1]
+            assert (counts["waiting"], counts["active"]) == (9, 0)
+            assert await next_event_or_none(resp) is None
+    finally:
+        await conn.close()
+
+
+async def test_streams_that_closed_leave_the_health_count(http: Any) -> None:
+    async with http.get("/events") as resp:
+        await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+        assert (await fetch(http, "GET", "/health"))[1]["connections"]["sse"] == 1
+    for _ in range(50):
+        if (await fetch(http, "GET", "/health"))[1]["connections"]["sse"] == 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the closed stream is still counted")

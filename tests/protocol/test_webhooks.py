@@ -29,13 +29,14 @@ DELIVERY_ENV = {
 
 class Receiver:
     """An HTTP server that records every POST. /ok answers 200, /flaky 500 twice then 200, /error always
-    500, /silent never answers."""
+    500, /silent never answers, /gated answers 200 once ``gate`` is set."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.requests: list[dict[str, Any]] = []
         self.runner: web.AppRunner | None = None
         self.stopping = asyncio.Event()
+        self.gate = asyncio.Event()
 
     async def start(self) -> None:
         app = web.Application()
@@ -58,6 +59,8 @@ class Receiver:
         self.requests.append({"path": path, "headers": dict(request.headers), "body": body})
         if path == "silent":
             await self.stopping.wait()
+        if path == "gated":
+            await self.gate.wait()
         if path == "error" or (path == "flaky" and self.count("flaky") <= 2):
             return web.Response(status=500)
         return web.Response(text="ok")
@@ -316,17 +319,98 @@ async def test_a_full_outbox_drops_and_counts(receiver: Receiver) -> None:
     try:
         conn = await connect(*proc.addr)
         hook = await add_hook(conn, receiver.url("silent"), "full", events=["job.pushed"])
+        # The one delivery allowed in flight hangs; the next 5 events wait in the outbox, the rest are dropped.
+        await ok(conn, {"cmd": "PUSH", "queue": "full", "name": "a", "data": 0})
+        await receiver.wait_for("silent", 1)
         await ok(conn, {"cmd": "PUSHB", "queue": "full", "jobs": [{"name": "a", "data": i} for i in range(20)]})
         view = await hook_view(conn, hook)
         assert view["dropped"] == 15, "the batch's events beyond the 5 that fit are dropped and counted"
         text = (await ok(conn, {"cmd": "Prometheus"}))["data"]["metrics"]
         samples = {
-            (s.labels["webhook"], s.labels["outcome"]): s.value
-            for f in text_string_to_metric_families(text) if f.name == "bunqueue_webhook_deliveries"
+            (f.name, s.labels["webhook"], s.labels.get("outcome")): s.value
+            for f in text_string_to_metric_families(text)
+            if f.name in ("bunqueue_webhook_deliveries", "bunqueue_webhook_outbox_events")
             for s in f.samples
         }
-        assert samples[(hook, "dropped")] == 15 and samples[(hook, "success")] == 0
+        assert samples[("bunqueue_webhook_deliveries", hook, "dropped")] == 15
+        assert samples[("bunqueue_webhook_deliveries", hook, "success")] == 0
+        assert samples[("bunqueue_webhook_outbox_events", hook, None)] == 5
         await conn.close()
+    finally:
+        proc.stop()
+
+
+async def test_what_waited_for_a_slow_receiver_arrives_when_it_recovers(receiver: Receiver) -> None:
+    env = {**DELIVERY_ENV, "WEBHOOK_QUEUE_SIZE": "5", "WEBHOOK_CONCURRENCY": "1", "WEBHOOK_TIMEOUT_MS": "10000"}
+    proc = ServerProcess(env=env).start()
+    try:
+        conn = await connect(*proc.addr)
+        hook = await add_hook(conn, receiver.url("gated"), "slow", events=["job.pushed"])
+        first = (await ok(conn, {"cmd": "PUSH", "queue": "slow", "name": "a", "data": 0}))["id"]
+        await receiver.wait_for("gated", 1)
+        reply = await ok(conn, {"cmd": "PUSHB", "queue": "slow", "jobs": [{"name": "a", "data": i} for i in range(8)]})
+        kept = reply["ids"][:5]
+        view = await hook_view(conn, hook)
+        assert (view["successCount"], view["failureCount"], view["dropped"]) == (0, 0, 3)
+        receiver.gate.set()
+        await wait_counts(conn, hook, 6, 0)
+        assert [b["jobId"] for b in receiver.bodies("gated")] == [first, *kept], "in order, each once"
+        assert (await hook_view(conn, hook))["dropped"] == 3
+        await conn.close()
+    finally:
+        proc.stop()
+
+
+async def test_a_burst_is_delivered_in_full_once_it_is_over(receiver: Receiver) -> None:
+    proc = ServerProcess(env=DELIVERY_ENV).start()
+    try:
+        conns = [await connect(*proc.addr) for _ in range(2)]
+        hooks = [await add_hook(conns[0], receiver.url("ok"), "burst", events=["job.pushed"]) for _ in range(2)]
+        batch = [{"name": "a", "data": i} for i in range(100)]
+        replies = await asyncio.gather(*(
+            ok(conns[i % 2], {"cmd": "PUSHB", "queue": "burst", "jobs": batch}) for i in range(20)
+        ))
+        pushed = {job_id for reply in replies for job_id in reply["ids"]}
+        for hook in hooks:
+            await wait_counts(conns[0], hook, 2000, 0, timeout=60)
+        assert receiver.count("ok") == 4000
+        assert sorted(b["jobId"] for b in receiver.bodies("ok")) == sorted([*pushed, *pushed])
+        for conn in conns:
+            await conn.close()
+    finally:
+        proc.stop()
+
+
+async def ten_events_four_in_flight(proc: ServerProcess, receiver: Receiver, path: str) -> None:
+    conn = await connect(*proc.addr)
+    await add_hook(conn, receiver.url(path), path, events=["job.pushed"])
+    await ok(conn, {"cmd": "PUSHB", "queue": path, "jobs": [{"name": "a", "data": i} for i in range(10)]})
+    await receiver.wait_for(path, 4)
+    await conn.close()
+
+
+async def test_shutdown_delivers_what_is_waiting(receiver: Receiver) -> None:
+    proc = ServerProcess(env={**DELIVERY_ENV, "WEBHOOK_TIMEOUT_MS": "10000"}).start()
+    try:
+        await ten_events_four_in_flight(proc, receiver, "gated")
+        loop = asyncio.get_running_loop()
+        stopped = loop.run_in_executor(None, proc.stop)
+        await asyncio.sleep(0.3)
+        receiver.gate.set()
+        assert await stopped == 0
+        assert receiver.count("gated") == 10, "the server waited for the outbox to empty before it exited"
+    finally:
+        proc.stop()
+
+
+async def test_shutdown_gives_up_on_a_receiver_that_never_answers_and_says_so(receiver: Receiver) -> None:
+    proc = ServerProcess(env={**DELIVERY_ENV, "WEBHOOK_TIMEOUT_MS": "60000", "SHUTDOWN_TIMEOUT_MS": "500"}).start()
+    try:
+        await ten_events_four_in_flight(proc, receiver, "silent")
+        started = time.monotonic()
+        assert await asyncio.get_running_loop().run_in_executor(None, proc.stop) == 0
+        assert time.monotonic() - started < 5, "the drain is bounded by the shutdown timeout"
+        assert "10 webhook deliveries were not made before shutdown" in proc.stderr()
     finally:
         proc.stop()
 

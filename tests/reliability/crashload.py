@@ -23,6 +23,9 @@ from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import connect
 
 QUEUE = "crash"
+# PUSHF graphs: a parent in FLOW_PARENTS waits for its children in FLOW_CHILDREN.
+FLOW_PARENTS = "crash-fp"
+FLOW_CHILDREN = "crash-fc"
 # Buffered (non-durable) pushes acknowledged at most this long before a kill may be lost.
 BUFFER_LOSS_WINDOW_MS = 250.0
 
@@ -36,6 +39,11 @@ class History:
     acked: set[str] = field(default_factory=set)
     redelivered_after_ack: list[str] = field(default_factory=list)
     kills: list[float] = field(default_factory=list)
+    # Parent id -> its children's ids, for every PUSHF sent; the acknowledged ones by parent id.
+    graphs: dict[str, list[str]] = field(default_factory=dict)
+    graphs_acked: set[str] = field(default_factory=set)
+    # Children pulled while the server did not know their parent: a graph visible in part.
+    orphan_pulls: list[str] = field(default_factory=list)
 
     def delivered(self, job_id: str) -> None:
         if job_id in self.acked:
@@ -89,11 +97,59 @@ async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event) 
         conn.abort()
 
 
+def flow_graph(parent: str, kids: list[str]) -> dict[str, object]:
+    jobs: list[dict[str, object]] = [{"id": parent, "queue": FLOW_PARENTS, "input": {
+        "name": "p", "data": {"__childrenIds": kids}, "childrenIds": kids, "dependsOn": kids}}]
+    jobs += [{"id": kid, "queue": FLOW_CHILDREN, "input": {
+        "name": "k", "data": {"__parentId": parent, "__parentQueue": FLOW_PARENTS}, "parentId": parent}}
+        for kid in kids]
+    return {"cmd": "PUSHF", "jobs": jobs}
+
+
+async def produce_flows(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int,
+                        rng: random.Random) -> None:
+    conn = await connect(*addr)
+    try:
+        n = 0
+        while not stop.is_set():
+            parent = f"g{round_no}-{n}"
+            kids = [f"{parent}-{i}" for i in range(rng.randint(1, 8))]
+            n += 1
+            # Recorded before sending: a graph whose reply never came must still be all or nothing.
+            history.graphs[parent] = kids
+            reply = await conn.request(flow_graph(parent, kids))
+            if reply.get("ok"):
+                history.graphs_acked.add(parent)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
+async def consume_flows(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
+    conn = await connect(*addr)
+    try:
+        while not stop.is_set():
+            reply = await conn.request({"cmd": "PULLB", "queue": FLOW_CHILDREN, "count": 8, "timeout": 50})
+            jobs = reply.get("jobs") or []
+            if not jobs:
+                continue
+            parents = await conn.pipeline([{"cmd": "GetState", "id": job["parentId"]} for job in jobs])
+            history.orphan_pulls += [job["id"] for job, r in zip(jobs, parents) if r.get("state") == "unknown"]
+            await conn.request({"cmd": "ACKB", "ids": [job["id"] for job in jobs]})
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
 async def one_round(proc: ServerProcess, history: History, rng: random.Random) -> None:
     stop = asyncio.Event()
     round_no = len(history.kills)
     tasks = [asyncio.create_task(produce(proc.addr, history, stop, round_no)) for _ in range(2)]
     tasks += [asyncio.create_task(consume(proc.addr, history, stop)) for _ in range(3)]
+    tasks.append(asyncio.create_task(produce_flows(proc.addr, history, stop, round_no, rng)))
+    tasks.append(asyncio.create_task(consume_flows(proc.addr, history, stop)))
     await asyncio.sleep(rng.uniform(0.1, 0.6))
     assert proc.proc is not None
     os.kill(proc.proc.pid, signal.SIGKILL)
@@ -133,6 +189,38 @@ async def drain(addr: tuple[str, int], history: History) -> set[str]:
 
 
 @dataclass
+class FlowVerdict:
+    graphs_sent: int
+    graphs_acked: int
+    # Graphs of which the server knows some members but not all.
+    partial: int
+    acked_missing: int
+    # Parents still waiting for children that have all completed.
+    stuck_parents: int
+    orphan_pulls: int
+
+
+async def check_flows(addr: tuple[str, int], history: History) -> FlowVerdict:
+    conn = await connect(*addr)
+    try:
+        partial = missing = stuck = 0
+        for parent, kids in history.graphs.items():
+            replies = await conn.pipeline([{"cmd": "GetState", "id": j} for j in (parent, *kids)])
+            states = [r["state"] for r in replies]
+            known = sum(state != "unknown" for state in states)
+            if 0 < known < len(states):
+                partial += 1
+            if parent in history.graphs_acked and known < len(states):
+                missing += 1
+            if states[0] == "waiting-children" and all(state == "completed" for state in states[1:]):
+                stuck += 1
+        return FlowVerdict(len(history.graphs), len(history.graphs_acked), partial, missing, stuck,
+                           len(history.orphan_pulls))
+    finally:
+        await conn.close()
+
+
+@dataclass
 class Verdict:
     kills: int
     durable_pushed: int
@@ -144,6 +232,7 @@ class Verdict:
     buffered_missing_outside_window: int
     worst_buffered_loss_ms: float
     integrity: str
+    flows: FlowVerdict | None = None
 
 
 def check(history: History, known: set[str], data: Path) -> Verdict:
@@ -187,9 +276,12 @@ async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) 
     proc = ServerProcess(env=env).start()
     try:
         known = await drain(proc.addr, history)
+        flows = await check_flows(proc.addr, history)
     finally:
         proc.stop()
-    return check(history, known, data)
+    verdict = check(history, known, data)
+    verdict.flows = flows
+    return verdict
 
 
 def main() -> None:
@@ -204,8 +296,11 @@ def main() -> None:
     verdict = asyncio.run(run(args.kills, workdir, args.seed, progress=True))
     for key, value in vars(verdict).items():
         print(f"{key:34} {value}")
+    flows = verdict.flows
     ok = (verdict.durable_missing == 0 and verdict.redelivered_after_ack == 0
-          and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok")
+          and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok"
+          and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0
+          and flows.orphan_pulls == 0)
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)
 

@@ -17,6 +17,8 @@ PRIVATE_V4 = [ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", 
 @pytest.mark.parametrize("url", [
     "https://example.com/hook", "http://example.com:8080/a?b=c", "https://8.8.8.8/x", "http://172.32.0.1/",
     "https://[2001:db8::1]:8443/x", "https://user:pw@example.com/x", "http://[::ffff:8.8.8.8]/",
+    # Just outside the refused ranges.
+    "http://172.15.255.255/", "http://192.169.0.1/", "http://169.255.0.1/", "http://[fec0::1]/",
 ])
 def test_public_urls_pass(url: str) -> None:
     assert webhook_url_error(url) is None
@@ -33,6 +35,16 @@ def test_public_urls_pass(url: str) -> None:
     ("http://example.com:99999/", errors.WEBHOOK_URL_INVALID),
     ("http://[fe80::1%25eth0]/", errors.WEBHOOK_URL_LINK_LOCAL),
     ("javascript:alert(1)", errors.WEBHOOK_URL_SCHEME),
+    # IPv4-compatible IPv6 in hex, the long form of IPv4-mapped, the rest of 0.0.0.0/8, nested .localhost.
+    ("http://[::7f00:1]/", errors.WEBHOOK_URL_LOOPBACK),
+    ("http://[::a00:1]/", errors.WEBHOOK_URL_PRIVATE),
+    ("http://[0:0:0:0:0:ffff:7f00:1]/", errors.WEBHOOK_URL_LOOPBACK),
+    ("http://[::ffff:c0a8:1]/", errors.WEBHOOK_URL_PRIVATE),
+    ("http://0.1.2.3/", errors.WEBHOOK_URL_UNSPECIFIED),
+    ("http://foo.bar.localhost/", errors.WEBHOOK_URL_LOCALHOST),
+    ("http://[fd00::1]/", errors.WEBHOOK_URL_PRIVATE_ULA),
+    ("http://[febf::1]/", errors.WEBHOOK_URL_LINK_LOCAL),
+    ("http://METADATA.GOOGLE.INTERNAL/", errors.WEBHOOK_URL_METADATA),
 ])
 def test_tricky_spellings(url: str, error: str) -> None:
     assert webhook_url_error(url) == error

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from bunqueue import __version__
-from bunqueue.monitoring.snapshot import process_memory
+from bunqueue.monitoring.snapshot import Totals, process_memory
 
 Executor = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 Doc = dict[str, Any]
@@ -24,6 +24,8 @@ MB = 1024 * 1024
 DASHBOARD_LIMIT_MAX = 500
 DASHBOARD_LIMIT_DEFAULT = 100
 DASHBOARD_LIST_MAX = 100
+# How long /health reuses its memory reading: probes may come many times a second.
+HEALTH_MEMORY_TTL_S = 1.0
 
 
 def memory_mb() -> dict[str, float]:
@@ -45,28 +47,22 @@ def _int_query(query: Query, name: str) -> int | None:
 
 
 class Answers:
-    def __init__(self, execute: Executor, connections: Callable[[], dict[str, int]]) -> None:
+    def __init__(self, execute: Executor, connections: Callable[[], dict[str, int]],
+                 totals: Callable[[], Totals]) -> None:
         self.execute = execute
         self.connections = connections
+        # Job counts over every queue, as the original's health and stats count them: waiting without the
+        # prioritized jobs, paused queues included.
+        self.totals = totals
         self.started = time.monotonic()
+        self.health_memory: dict[str, float] = {}
+        self.health_memory_at = -math.inf
 
     async def special(self, name: str, params: dict[str, str], query: Query, body: Doc) -> tuple[Doc | list[Any], int]:
         answer: Callable[[dict[str, str], Query], Awaitable[tuple[Doc | list[Any], int]]] = getattr(self, name)
         return await answer(params, query)
 
     # -- probes ------------------------------------------------------------------------------------
-
-    async def totals(self) -> dict[str, int]:
-        queues = (await self.execute({"cmd": "ListQueues"})).get("queues") or []
-        totals = {"waiting": 0, "active": 0, "delayed": 0, "completed": 0, "dlq": 0, "prioritized": 0,
-                  "waiting-children": 0}
-        for name in queues:
-            counts = (await self.execute({"cmd": "GetJobCounts", "queue": name})).get("counts") or {}
-            for key in ("waiting", "prioritized", "active", "delayed", "completed", "waiting-children"):
-                totals[key] += int(counts.get(key, 0))
-        stats = (await self.execute({"cmd": "GetDlqStats"})).get("data", {}).get("stats", {})
-        totals["dlq"] = int(stats.get("total", 0))
-        return totals
 
     async def storage(self) -> Doc:
         reply = await self.execute({"cmd": "StorageStatus"})
@@ -76,12 +72,15 @@ class Answers:
     async def health(self) -> tuple[Doc, int]:
         storage = await self.storage()
         degraded = bool(storage.get("diskFull"))
-        counts = await self.totals()
-        queues = {k: counts[k] for k in ("waiting", "active", "delayed", "completed", "dlq")}
-        queues["waiting"] += counts["prioritized"]
+        t = self.totals()
+        queues = {"waiting": t.waiting, "active": t.active, "delayed": t.delayed, "completed": t.completed,
+                  "dlq": t.dlq}
+        now = time.monotonic()
+        if now - self.health_memory_at >= HEALTH_MEMORY_TTL_S:
+            self.health_memory, self.health_memory_at = memory_mb(), now
         doc: Doc = {"ok": not degraded, "status": "degraded" if degraded else "healthy",
-                    "uptime": int(time.monotonic() - self.started), "version": __version__,
-                    "queues": queues, "connections": self.connections(), "memory": memory_mb()}
+                    "uptime": int(now - self.started), "version": __version__,
+                    "queues": queues, "connections": self.connections(), "memory": self.health_memory}
         if degraded:
             doc["storage"] = storage
         return doc, 503 if degraded else 200
@@ -122,13 +121,12 @@ class Answers:
 
     async def stats(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
         ok, overview = await self.overview()
-        counts = await self.totals()
+        t = self.totals()
         stats: Doc = dict(overview.get("stats") or {})
         stats.update(overview.get("throughput") or {})
         stats.update({
-            "waiting": counts["waiting"], "prioritized": counts["prioritized"],
-            "waiting-children": counts["waiting-children"], "cronJobs": len(overview.get("crons") or []),
-            "cronPending": 0,
+            "waiting": t.waiting, "prioritized": t.prioritized, "waiting-children": t.waiting_children,
+            "cronJobs": len(overview.get("crons") or []), "cronPending": 0,
         })
         memory = {**memory_mb(), "external": 0, "arrayBuffers": 0}
         return {"ok": ok, "stats": stats, "memory": memory, "collections": overview.get("collections") or {}}, 200
@@ -141,9 +139,8 @@ class Answers:
 
     async def dashboard(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
         ok, overview = await self.overview()
-        counts = await self.totals()
         doc: Doc = {"ok": ok, **overview}
-        doc["stats"] = {**(overview.get("stats") or {}), "waiting": counts["waiting"]}
+        doc["stats"] = {**(overview.get("stats") or {}), "waiting": self.totals().waiting}
         workers = overview.get("workers") or {}
         listed = workers.get("list") or []
         doc["workers"] = {**workers, "list": listed[:DASHBOARD_LIST_MAX], "truncated": len(listed) > DASHBOARD_LIST_MAX}

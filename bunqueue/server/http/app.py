@@ -1,4 +1,4 @@
-"""The aiohttp application behind `--http-port`, in the order the Bun original answers:
+"""The HTTP handler behind `--http-port` (on aiohttp's low-level server), in the order the Bun original answers:
 
 1. `OPTIONS` anywhere: CORS preflight (204). 2. `/health`, `/healthz`, `/live`, `/ready`: open, not
 rate limited. 3. `POST /gc`, `GET /heapstats`: token. 4. the rate limit. 5. `/ws...`, `/events...`:
@@ -9,6 +9,7 @@ Commands run through the same executor as TCP frames; this module only translate
 """
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -67,7 +68,7 @@ class HttpApi:
 
     # -- checks ------------------------------------------------------------------------------------
 
-    def authorized(self, request: web.Request) -> bool:
+    def authorized(self, request: web.BaseRequest) -> bool:
         if not self.tokens:
             return True
         header = request.headers.get("Authorization", "")
@@ -75,7 +76,7 @@ class HttpApi:
         token = header.replace("Bearer ", "", 1)
         return check_token(token, self.tokens)
 
-    def allowed(self, request: web.Request) -> bool:
+    def allowed(self, request: web.BaseRequest) -> bool:
         if self.rate_limit <= 0:
             return True
         forwarded = request.headers.get("X-Forwarded-For")
@@ -87,7 +88,7 @@ class HttpApi:
 
     # -- dispatch ----------------------------------------------------------------------------------
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.rel_url.raw_path
         method = request.method
         if method == "OPTIONS":
@@ -109,19 +110,20 @@ class HttpApi:
         if found is None:
             return self.error("Not found", 404)
         route, params = found
-        query = {key: request.rel_url.query.getall(key) for key in request.rel_url.query}
+        url = request.rel_url
+        query = {key: url.query.getall(key) for key in url.query} if url.raw_query_string else {}
         body = await self.body(request, route)
         if body is None:
             return self.error("Invalid JSON body", 400)
         if route.special is not None:
-            doc, status = await self.answers.special(route.special, params, request.rel_url.query, body)
+            doc, status = await self.answers.special(route.special, params, url.query, body)
             return self.json(doc, status)
         assert route.build is not None
         reply = await self.execute(route.build(params, query, body))
         reply.pop("reqId", None)
         return self.json(reply, routes.status_for(route, reply))
 
-    async def special_paths(self, request: web.Request, method: str, path: str) -> web.StreamResponse:
+    async def special_paths(self, request: web.BaseRequest, method: str, path: str) -> web.StreamResponse:
         if method == "GET" and path == "/prometheus":
             if self.metrics_auth:
                 if not self.tokens:
@@ -145,7 +147,7 @@ class HttpApi:
             return await self.feed.websocket(request, queue, self.feed.handle_text)
         return await self.feed.sse(request, queue)
 
-    async def body(self, request: web.Request, route: routes.Route) -> dict[str, Any] | None:
+    async def body(self, request: web.BaseRequest, route: routes.Route) -> dict[str, Any] | None:
         """The JSON body as the route reads it; None when it is not valid JSON."""
         if route.body == routes.IGNORED or request.method in ("GET", "DELETE"):
             return {}
@@ -167,7 +169,13 @@ class HttpApi:
         return self.json(doc, status)
 
 
-def build_app(api: HttpApi) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app.router.add_route("*", "/{tail:.*}", api.handle)
-    return app
+def build_server(api: HttpApi) -> web.Server:
+    """aiohttp's low-level server with `HttpApi.handle` as its one handler: the handler routes every
+    request itself, so an application's router and middleware chain would only add work per request.
+    A client that goes away cancels its handler: an event stream leaves at once, a long-poll stops."""
+    loop = asyncio.get_running_loop()
+
+    def make_request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+        return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY_BYTES)
+
+    return web.Server(api.handle, request_factory=make_request, handler_cancellation=True, access_log=None)

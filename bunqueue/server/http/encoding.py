@@ -32,7 +32,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Values that the wire encoder leaves as they are: a reply made only of them needs no round trip.
+_AS_IS = frozenset({str, bool, int, type(None)})
+# Made once: json.dumps with options builds an encoder per call.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def dumps(doc: Any) -> str:
     """A reply as JSON, through the same encoder as a TCP reply so both transports show the same fields."""
+    if type(doc) is dict and all(type(v) in _AS_IS for v in doc.values()):
+        # The common small replies ({ok, id}, {ok}, {ok, error}) as they stand.
+        return _encode(doc)
     wire = msgpack.unpackb(_PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=_ext)
-    return json.dumps(_plain(wire), separators=(",", ":"), ensure_ascii=False)
+    return _encode(_plain(wire))

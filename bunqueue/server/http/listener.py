@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
+from bunqueue.monitoring.snapshot import totals
 from bunqueue.server.http.answers import Answers
-from bunqueue.server.http.app import HttpApi, build_app
+from bunqueue.server.http.app import HttpApi, build_server
 from bunqueue.server.http.streams import EventFeed
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
@@ -35,11 +37,18 @@ class RequestClient:
         self.limiter: RequestRateLimiter | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
-        self.future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        # Made only for a reply that comes later: most commands answer at once.
+        self.future: asyncio.Future[Reply] | None = None
+
+    def later(self) -> asyncio.Future[Reply]:
+        if self.future is None:
+            self.future = asyncio.get_running_loop().create_future()
+        return self.future
 
     def deliver(self, replies: list[Reply]) -> None:
-        if replies and not self.future.done():
-            self.future.set_result(replies[0])
+        future = self.later()
+        if replies and not future.done():
+            future.set_result(replies[0])
 
     def task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
@@ -52,7 +61,7 @@ def executor(runner: CommandRunner) -> Callable[[Reply], Any]:
         if reply is not None:
             return reply
         try:
-            return await client.future
+            return await client.later()
         finally:
             # The HTTP client went away before the answer: its waiting command stops with it.
             client.closed = True
@@ -66,7 +75,7 @@ class HttpListener:
     def __init__(self, settings: Settings, runner: CommandRunner, tcp_connections: Callable[[], int]) -> None:
         self.settings = settings
         self.execute = executor(runner)
-        self.answers = Answers(self.execute, self.connection_counts)
+        self.answers = Answers(self.execute, self.connection_counts, partial(totals, runner.broker))
         self.feed = EventFeed(runner, settings.cors_origin)
         self.tcp_connections = tcp_connections
         self.api = HttpApi(
@@ -74,13 +83,13 @@ class HttpListener:
             metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,
             rate_window_ms=settings.rate_limit_window_ms,
         )
-        self.runner: web.AppRunner | None = None
+        self.runner: web.ServerRunner | None = None
 
     def connection_counts(self) -> dict[str, int]:
         return {"tcp": self.tcp_connections(), "ws": len(self.feed.sockets), "sse": len(self.feed.streams)}
 
     async def start(self, ssl_context: ssl.SSLContext | None) -> None:
-        self.runner = web.AppRunner(build_app(self.api), handle_signals=False, access_log=None)
+        self.runner = web.ServerRunner(build_server(self.api), handle_signals=False)
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.settings.host, self.settings.http_port, ssl_context=ssl_context,
                            reuse_address=True, backlog=1024)

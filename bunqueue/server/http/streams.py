@@ -1,10 +1,12 @@
 """Server-Sent Events (`/events`, `/events/queues/:q`) and the WebSocket channel (`/ws`, `/ws/queues/:q`).
 
-Both hang off one `EventFeed`, which the broker's event hub calls for every job event and the server for
-system events (`client:connected`, `queue:created`, ...). SSE messages carry one id counter per server and
-the last 1000 job events are kept for `Last-Event-ID` replay. A WebSocket runs any protocol command
-through the shared runner (its pulled jobs belong to it and return when it closes) and receives either
-every job event of its filter as the raw event object, or, after `Subscribe`, the named events only.
+Both hang off one `EventFeed`, which the broker's event hub calls for every job event and every system
+event (`client:connected`, `queue:created`, ...), but only while a stream or socket is open. Job events
+also schedule a `queue:counts` snapshot of their queue, coalesced over 10 ms as the original does. SSE
+messages carry one id counter per server and the last 1000 job events are kept for `Last-Event-ID`
+replay. A WebSocket runs any protocol command through the shared runner (its pulled jobs belong to it and
+return when it closes) and receives either every job event of its filter as the raw event object, or,
+after `Subscribe`, the named events only.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from bunqueue.broker.session import Session
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
@@ -28,6 +31,9 @@ REPLAY_EVENTS = 1000
 WS_MAX_MESSAGE = 1024 * 1024
 WS_IDLE_TIMEOUT_S = 120.0
 HEARTBEAT_S = 30.0
+COUNTS_DELAY_S = 0.010
+# The fields of a `queue:counts` event, in the original's order, as GetJobCounts names them.
+COUNTS_FIELDS = ("waiting", "prioritized", "active", "completed", "failed", "delayed")
 # How a job event's type reads on a stream: a pulled job is "active" there.
 STREAM_NAMES = {"pulled": "active"}
 EVENT_FIELDS = ("error", "progress", "prev", "delay")
@@ -35,9 +41,9 @@ SUBSCRIBABLE = (
     "job:pushed", "job:active", "job:completed", "job:failed", "job:progress", "job:stalled", "job:removed",
     "job:delayed", "job:duplicated", "job:retried", "job:waiting-children", "job:paused", "job:resumed",
     "queue:created", "queue:paused", "queue:resumed", "queue:drained", "queue:obliterated", "queue:removed",
-    "queue:counts", "client:connected", "worker:connected", "worker:disconnected", "cron:created", "cron:deleted",
-    "webhook:added", "webhook:removed", "webhook:enabled", "webhook:disabled", "stats:snapshot", "health:status",
-    "storage:status", "memory:compacted",
+    "queue:counts", "client:connected", "client:disconnected", "worker:connected", "worker:disconnected",
+    "cron:created", "cron:deleted", "webhook:added", "webhook:removed", "webhook:enabled", "webhook:disabled",
+    "stats:snapshot", "health:status", "storage:status", "memory:compacted",
 )
 
 
@@ -102,6 +108,10 @@ class EventFeed:
         self.sockets: set[WsClient] = set()
         self.next_id = 0
         self.replay: deque[tuple[int, str | None, str]] = deque(maxlen=REPLAY_EVENTS)
+        # Queues whose job events since the last `queue:counts` round want a snapshot, in order of change.
+        self.counts_due: dict[str, None] = {}
+        self.counts_timer: asyncio.TimerHandle | None = None
+        self.counts_session = Session(authenticated=True)
 
     @property
     def listening(self) -> bool:
@@ -111,10 +121,12 @@ class EventFeed:
         # The hub calls the feed only while a stream or socket is open, so jobs pay nothing otherwise.
         if self.job_event not in self.hub.taps:
             self.hub.add_tap(self.job_event)
+            self.hub.notices.append(self.system_event)
 
     def left(self) -> None:
         if not self.listening and self.job_event in self.hub.taps:
             self.hub.remove_tap(self.job_event)
+            self.hub.notices.remove(self.system_event)
 
     # -- events in ---------------------------------------------------------------------------------
 
@@ -136,8 +148,27 @@ class EventFeed:
             elif socket.wants(name):
                 data = {"jobId": event.get("jobId"), "queue": queue}
                 socket.send({"event": name, "ts": event.get("timestamp"), "data": data})
+        if queue is not None:
+            self.counts_due[queue] = None
+            if self.counts_timer is None:
+                self.counts_timer = asyncio.get_running_loop().call_later(COUNTS_DELAY_S, self.send_counts)
 
-    def system_event(self, name: str, data: Event, ts: float) -> None:
+    def send_counts(self) -> None:
+        """One `queue:counts` per queue that changed since the last round."""
+        self.counts_timer = None
+        due, self.counts_due = self.counts_due, {}
+        if not self.listening:
+            return
+        for queue in due:
+            reply = self.runner.dispatch({"cmd": "GetJobCounts", "queue": queue}, self.counts_session, True)
+            counts = reply.get("counts") or {}
+            data: Event = {"queue": queue}
+            for name in COUNTS_FIELDS:
+                data[name] = counts.get(name, 0)
+            self.system_event("queue:counts", data)
+
+    def system_event(self, name: str, data: Event) -> None:
+        """Called by the event hub for every system event (only while a stream or socket is open)."""
         if self.streams:
             self.next_id += 1
             message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(data)}\n\n"
@@ -145,7 +176,7 @@ class EventFeed:
                 self.write(client, message)
         for socket in self.sockets:
             if socket.subscribed is not None and socket.wants(name):
-                socket.send({"event": name, "ts": ts, "data": data})
+                socket.send({"event": name, "ts": self.hub.clock(), "data": data})
 
     def write(self, client: SseClient, message: str) -> None:
         asyncio.ensure_future(self._write(client, message))
@@ -159,7 +190,7 @@ class EventFeed:
 
     # -- SSE ---------------------------------------------------------------------------------------
 
-    async def sse(self, request: web.Request, queue: str | None) -> web.StreamResponse:
+    async def sse(self, request: web.BaseRequest, queue: str | None) -> web.StreamResponse:
         if len(self.streams) >= MAX_CLIENTS:
             return web.Response(text="Too many SSE connections", status=503)
         response = web.StreamResponse(headers={
@@ -189,7 +220,7 @@ class EventFeed:
 
     # -- WebSocket ---------------------------------------------------------------------------------
 
-    async def websocket(self, request: web.Request, queue: str | None, on_text: Callable[[WsClient, str], None],
+    async def websocket(self, request: web.BaseRequest, queue: str | None, on_text: Callable[[WsClient, str], None],
                         ) -> web.StreamResponse:
         if len(self.sockets) >= MAX_CLIENTS:
             return web.json_response({"ok": False, "error": "Too many WebSocket connections"}, status=503)
@@ -257,6 +288,9 @@ class EventFeed:
         return reply
 
     async def close(self) -> None:
+        if self.counts_timer is not None:
+            self.counts_timer.cancel()
+            self.counts_timer = None
         for socket in list(self.sockets):
             await socket.socket.close()
         for client in list(self.streams):

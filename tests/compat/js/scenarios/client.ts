@@ -3,7 +3,7 @@
 const pkg = Bun.env.COMPAT_CLIENT || 'bunqueue';
 const client: typeof import('bunqueue/client') = await import(`${pkg}/client`);
 
-export const { Queue, QueueEvents, UnrecoverableError, Worker } = client;
+export const { FlowProducer, Queue, QueueEvents, UnrecoverableError, Worker } = client;
 
 const manifest = await Bun.file(new URL(`../node_modules/${pkg}/package.json`, import.meta.url)).json();
 export const clientVersion: string = manifest.version;

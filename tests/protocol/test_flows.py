@@ -1,0 +1,420 @@
+"""Flows over a real socket: PUSHF graphs, legacy UpdateParent links, the flow dependency commands and
+the four failure policies."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bunqueue.client import Connection
+
+
+def graph(parent: str, pq: str, kids: list[str], cq: str, **child_opts: Any) -> list[dict[str, Any]]:
+    """A parent in ``pq`` with children ``kids`` in ``cq``, as a FlowProducer sends it."""
+    jobs = [{
+        "id": parent, "queue": pq,
+        "input": {"name": "parent", "data": {"__childrenIds": kids}, "childrenIds": kids, "dependsOn": kids},
+    }]
+    for kid in kids:
+        jobs.append({
+            "id": kid, "queue": cq,
+            "input": {"name": kid, "data": {"__parentId": parent, "__parentQueue": pq}, "parentId": parent,
+                      **child_opts},
+        })
+    return jobs
+
+
+async def call(conn: Connection, cmd: dict[str, Any]) -> dict[str, Any]:
+    reply = await conn.request(cmd)
+    reply.pop("reqId", None)
+    return reply
+
+
+async def state(conn: Connection, job_id: str) -> str:
+    return (await call(conn, {"cmd": "GetState", "id": job_id}))["state"]
+
+
+async def run_child(conn: Connection, queue: str, fail: bool = False, result: Any = None) -> str:
+    job = (await call(conn, {"cmd": "PULL", "queue": queue}))["job"]
+    assert job is not None
+    if fail:
+        assert (await call(conn, {"cmd": "FAIL", "id": job["id"], "error": "boom"}))["ok"]
+    else:
+        assert (await call(conn, {"cmd": "ACK", "id": job["id"], "result": result}))["ok"]
+    return str(job["id"])
+
+
+async def test_pushf_publishes_the_graph_and_the_parent_waits(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    reply = await call(conn, {"cmd": "PUSHF", "jobs": graph("P1", p, ["A1", "B1"], c)})
+    assert reply["ok"] is True
+    jobs = reply["data"]["jobs"]
+    assert [j["id"] for j in jobs] == ["P1", "A1", "B1"]
+    assert jobs[0]["timeline"][0]["state"] == "waiting-children"
+    assert jobs[0]["childrenIds"] == ["A1", "B1"] and jobs[0]["customId"] is None
+    assert jobs[1]["parentId"] == "P1" and jobs[1]["timeline"][0]["state"] == "waiting"
+    assert await state(conn, "P1") == "waiting-children"
+    counts = (await call(conn, {"cmd": "GetJobCounts", "queue": p}))["counts"]
+    assert counts["waiting-children"] == 1 and counts["waiting"] == 0
+    assert (await call(conn, {"cmd": "PULL", "queue": p}))["job"] is None
+    await run_child(conn, c, result={"rows": 1})
+    assert await state(conn, "P1") == "waiting-children"
+    await run_child(conn, c, result={"rows": 2})
+    assert await state(conn, "P1") == "waiting"
+    values = (await call(conn, {"cmd": "GetChildrenValues", "id": "P1"}))["data"]["values"]
+    assert values == {f"{c}:A1": {"rows": 1}, f"{c}:B1": {"rows": 2}}
+    pulled = (await call(conn, {"cmd": "PULL", "queue": p}))["job"]
+    assert pulled["id"] == "P1" and pulled["dependsOn"] == ["A1", "B1"]
+
+
+async def test_pushf_empty_and_existing_ids(conn: Connection, queue_name: str) -> None:
+    assert await call(conn, {"cmd": "PUSHF", "jobs": []}) == {"ok": True, "data": {"jobs": []}}
+    solo = [{"id": "S1", "queue": queue_name, "input": {"name": "solo", "data": {"a": 1}, "priority": 3}}]
+    first = await call(conn, {"cmd": "PUSHF", "jobs": solo})
+    assert first["data"]["jobs"][0]["timeline"][0]["state"] == "prioritized"
+    assert await call(conn, {"cmd": "PUSHF", "jobs": solo}) == {"ok": False, "error": "Flow job S1 already exists"}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "error"),
+    [
+        ("nope", "flow jobs must be an array"),
+        ([5], "flow jobs[0] must be an object"),
+        ([{"id": 5, "queue": "q", "input": {}}], "flow job id must be a string"),
+        ([{"id": "", "queue": "q", "input": {}}], "flow job id is invalid or is not well-formed Unicode"),
+        ([{"id": "a:b", "queue": "q", "input": {"name": "x", "data": {}}}], "flow job id cannot contain a colon"),
+        ([{"id": "d", "queue": "q", "input": {"name": "x", "data": {}}}] * 2, "duplicate flow job id: d"),
+        ([{"id": "q1", "queue": "bad queue", "input": {}}], "invalid flow queue: bad queue"),
+        ([{"id": "i", "queue": "q", "input": 3}], "flow job input is invalid: i"),
+        ([{"id": "i", "queue": "q", "input": {"name": "x", "data": {}, "customId": "j"}}],
+         "custom id does not match planned id: i"),
+        ([{"id": "i", "queue": "q", "input": {"name": "x", "data": {}, "dependsOn": [1]}}],
+         "dependsOn must be an array of valid string job ids"),
+        ([{"id": "e", "queue": "q", "input": {"name": "", "data": {}}}],
+         "Job name must be a non-empty string of at most 256 characters"),
+        ([{"id": "n", "queue": "q", "input": {"name": "x", "data": 5}}], "flow job data must be an object"),
+        ([{"id": "r", "queue": "q", "input": {"name": "x", "data": {}, "repeat": {"every": 5}}}],
+         "repeat is not supported inside an atomic flow"),
+        ([{"id": "u", "queue": "q", "input": {"name": "x", "data": {}, "uniqueKey": "k"}}],
+         "deduplication is not supported inside an atomic flow"),
+        ([{"id": "b", "queue": "q", "input": {"name": "x", "data": {}, "debounceId": "k"}}],
+         "debounce is not supported inside an atomic flow"),
+        ([{"id": "f", "queue": "q", "input": {"name": "x", "data": {}, "failParentOnFailure": True}}],
+         "a flow failure policy requires a parent"),
+        ([{"id": "f", "queue": "q", "input": {"name": "x", "data": {}, "parentId": "z",
+                                              "failParentOnFailure": True, "continueParentOnFailure": True}}],
+         "flow failure policies are mutually exclusive"),
+        ([{"id": "m", "queue": "q", "input": {"name": "x", "data": {}, "dependsOn": ["ghost"]}}],
+         "flow dependency not found: ghost"),
+        ([{"id": "s", "queue": "q", "input": {"name": "x", "data": {}, "dependsOn": ["s"]}}],
+         "flow job cannot depend on itself: s"),
+        ([{"id": "c1", "queue": "q", "input": {"name": "x", "data": {}, "dependsOn": ["c2"]}},
+          {"id": "c2", "queue": "q", "input": {"name": "y", "data": {}, "dependsOn": ["c1"]}}],
+         "flow contains a dependency cycle"),
+        ([{"id": "p1", "queue": "q", "input": {"name": "p", "data": {}, "childrenIds": ["k1"], "dependsOn": ["k1"]}},
+          {"id": "k1", "queue": "q", "input": {"name": "k", "data": {}, "parentId": "p1"}}],
+         "flow parent p1 children does not match the canonical flow topology"),
+        ([{"id": "p1", "queue": "q", "input": {"name": "p", "data": {"__childrenIds": ["k1"]},
+                                               "childrenIds": ["k1"], "dependsOn": ["k1"]}},
+          {"id": "k1", "queue": "q", "input": {"name": "k", "data": {}, "parentId": "p1"}}],
+         "flow child k1 metadata does not match parent p1"),
+        ([{"id": "p1", "queue": "q", "input": {"name": "p", "data": {"__childrenIds": ["k1"]},
+                                               "childrenIds": ["k1"], "dependsOn": []}},
+          {"id": "k1", "queue": "q", "input": {"name": "k", "data": {}, "parentId": "p1"}}],
+         "flow child is missing from dependencies: k1"),
+        ([{"id": "p1", "queue": "q", "input": {"name": "p", "data": {}}},
+          {"id": "k1", "queue": "q", "input": {"name": "k", "data": {}, "parentId": "p1"}}],
+         "flow parent p1 does not own child k1"),
+        ([{"id": "k1", "queue": "q", "input": {"name": "k", "data": {}, "parentId": "p9"}}],
+         "flow parent not found: p9"),
+    ],
+)
+async def test_pushf_validation_publishes_nothing(conn: Connection, jobs: Any, error: str) -> None:
+    assert await call(conn, {"cmd": "PUSHF", "jobs": jobs}) == {"ok": False, "error": error}
+    counts = (await call(conn, {"cmd": "GetJobCounts", "queue": "q"}))["counts"]
+    assert sum(counts.values()) == 0
+
+
+async def test_pushf_option_rules_are_push_rules(conn: Connection, queue_name: str) -> None:
+    bad = [{"id": "t", "queue": queue_name, "input": {"name": "x", "data": {}, "timeout": -1}}]
+    reply = await call(conn, {"cmd": "PUSHF", "jobs": bad})
+    assert reply["ok"] is False and "timeout" in reply["error"]
+    delayed = [{"id": "dl", "queue": queue_name, "input": {"name": "x", "data": {}, "delay": 60000}}]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": delayed}))["data"]["jobs"][0]["timeline"][0][
+        "state"] == "delayed"
+
+
+async def test_push_depending_on_itself(conn: Connection, queue_name: str) -> None:
+    reply = await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "x", "data": 1, "jobId": "me",
+                              "dependsOn": ["me"]})
+    assert reply == {"ok": False, "error": "Job cannot depend on itself: me"}
+    batch = await call(conn, {"cmd": "PUSHB", "queue": queue_name, "jobs": [
+        {"name": "x", "data": 1, "customId": "me2", "dependsOn": ["me2"]}]})
+    assert batch == {"ok": False, "error": "jobs[0]: Job cannot depend on itself: me2"}
+
+
+async def test_legacy_update_parent(conn: Connection, queue_name: str) -> None:
+    p = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "parent", "data": {"p": True}}))["id"]
+    c = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "child", "data": {"c": True}}))["id"]
+    assert await call(conn, {"cmd": "UpdateParent", "childId": c, "parentId": p}) == {"ok": True}
+    parent = (await call(conn, {"cmd": "GetJob", "id": p}))["job"]
+    assert parent["state"] == "waiting-children" and parent["childrenIds"] == [c] and parent["dependsOn"] == [c]
+    assert parent["data"] == {"p": True, "__childrenIds": [c]}
+    child = (await call(conn, {"cmd": "GetJob", "id": c}))["job"]
+    assert child["parentId"] == p and child["data"] == {"c": True, "__parentId": p, "__parentQueue": queue_name}
+    # Declared already: only the marker is rewritten.
+    assert await call(conn, {"cmd": "UpdateParent", "childId": c, "parentId": p}) == {"ok": True}
+    assert (await call(conn, {"cmd": "GetJob", "id": p}))["job"]["childrenIds"] == [c]
+    errors = [
+        ({"childId": c, "parentId": c}, "A flow job cannot be its own parent"),
+        ({"childId": "nope", "parentId": p}, "Child job not found: nope"),
+        ({"childId": c, "parentId": "nope"}, "Parent job not found: nope"),
+    ]
+    for args, error in errors:
+        assert await call(conn, {"cmd": "UpdateParent", **args}) == {"ok": False, "error": error}
+    other = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "other", "data": {}}))["id"]
+    assert await call(conn, {"cmd": "UpdateParent", "childId": c, "parentId": other}) == {
+        "ok": False, "error": f"Child job {c} already belongs to parent {p}"}
+    await run_child(conn, queue_name, result="child-done")
+    assert await state(conn, p) == "waiting"
+    assert (await call(conn, {"cmd": "GetChildrenValues", "id": p}))["data"]["values"] == {
+        f"{queue_name}:{c}": "child-done"}
+
+
+async def test_update_parent_needs_a_queued_parent(conn: Connection, queue_name: str) -> None:
+    p = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "parent", "data": {}}))["id"]
+    await call(conn, {"cmd": "PULL", "queue": queue_name})
+    c = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "child", "data": {}}))["id"]
+    assert await call(conn, {"cmd": "UpdateParent", "childId": c, "parentId": p}) == {
+        "ok": False, "error": f"Parent job {p} is not linkable"}
+
+
+async def test_remove_child_dependency_and_unprocessed_children(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("RP", p, ["RK1", "RK2"], c)}))["ok"]
+    assert await call(conn, {"cmd": "GetFailedChildrenValues", "id": "RP"}) == {"ok": True, "values": {}}
+    assert await call(conn, {"cmd": "GetIgnoredChildrenFailures", "id": "RP"}) == {"ok": True, "values": {}}
+    assert await call(conn, {"cmd": "RemoveChildDependency", "id": "RK1"}) == {"ok": True, "removed": True}
+    kid = (await call(conn, {"cmd": "GetJob", "id": "RK1"}))["job"]
+    assert kid["parentId"] is None and kid["data"] == {} and kid["state"] == "waiting"
+    parent = (await call(conn, {"cmd": "GetJob", "id": "RP"}))["job"]
+    assert parent["childrenIds"] == ["RK2"] and parent["dependsOn"] == ["RK2"]
+    assert parent["data"] == {"__childrenIds": ["RK2"]} and parent["state"] == "waiting-children"
+    assert await call(conn, {"cmd": "RemoveChildDependency", "id": "RK1"}) == {
+        "ok": False, "error": "Job RK1 has no parent"}
+    assert await call(conn, {"cmd": "RemoveChildDependency", "id": "nope"}) == {
+        "ok": False, "error": "Job not found: nope"}
+    assert await call(conn, {"cmd": "RemoveUnprocessedChildren", "id": "RP"}) == {"ok": True}
+    assert await state(conn, "RK2") == "unknown"
+    assert await state(conn, "RP") == "waiting-children"
+    assert (await call(conn, {"cmd": "GetJobCounts", "queue": c}))["counts"]["waiting"] == 1
+
+
+async def test_removing_the_last_child_releases_the_parent(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("LP", p, ["LK1", "LK2"], c)}))["ok"]
+    await run_child(conn, c, result=1)
+    assert (await call(conn, {"cmd": "RemoveChildDependency", "id": "LK2"}))["removed"] is True
+    assert await state(conn, "LP") == "waiting"
+    assert (await call(conn, {"cmd": "GetJob", "id": "LP"}))["job"]["dependsOn"] == []
+
+
+async def test_move_to_waiting_children(conn: Connection, queue_name: str) -> None:
+    j = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "m", "data": {}}))["id"]
+    not_active = {"ok": False, "error": "Job is not active"}
+    assert await call(conn, {"cmd": "MoveToWaitingChildren", "id": j}) == not_active
+    pulled = await call(conn, {"cmd": "PULL", "queue": queue_name, "owner": "o"})
+    assert await call(conn, {"cmd": "MoveToWaitingChildren", "id": j, "token": "bad"}) == {
+        "ok": False, "error": f"Invalid or expired lock token for job {j}"}
+    assert await call(conn, {"cmd": "MoveToWaitingChildren", "id": j, "token": pulled["token"]}) == {
+        "ok": True, "data": {"moved": True}}
+    assert await state(conn, j) == "waiting-children"
+    counts = (await call(conn, {"cmd": "GetJobCounts", "queue": queue_name}))["counts"]
+    assert counts["waiting-children"] == 1 and counts["active"] == 0
+    assert await call(conn, {"cmd": "MoveToWaitingChildren", "id": "nope"}) == not_active
+
+
+async def test_children_values_of_unknown_and_childless_jobs(conn: Connection, queue_name: str) -> None:
+    lonely = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "l", "data": 1}))["id"]
+    for job_id in (lonely, "no-such-parent"):
+        assert await call(conn, {"cmd": "GetChildrenValues", "id": job_id}) == {"ok": True, "data": {"values": {}}}
+
+
+async def test_no_policy_parent_keeps_waiting(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("NP", p, ["NK"], c, maxAttempts=1)}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "NK") == "failed"
+    assert await state(conn, "NP") == "waiting-children"
+
+
+async def test_fail_parent_on_failure(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("FP", p, ["FK1", "FK2"], c, maxAttempts=1, failParentOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "FP") == "failed"
+    dlq = await call(conn, {"cmd": "Dlq", "queue": p})
+    assert [job["id"] for job in dlq["jobs"]] == ["FP"]
+    assert dlq["entries"][0]["reason"] == "unknown"
+    assert dlq["entries"][0]["error"] == "Child job FK1 failed: boom"
+    counts = (await call(conn, {"cmd": "GetJobCounts", "queue": p}))["counts"]
+    assert counts["failed"] == 1 and counts["waiting-children"] == 0
+
+
+async def test_fail_parent_only_after_the_last_attempt(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("RP2", p, ["RK"], c, maxAttempts=2, backoff=0, failParentOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "RP2") == "waiting-children"
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "RP2") == "failed"
+
+
+async def test_remove_dependency_on_failure(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("DP", p, ["DK1", "DK2"], c, maxAttempts=1, removeDependencyOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "DP") == "waiting-children"
+    assert (await call(conn, {"cmd": "GetJob", "id": "DP"}))["job"]["dependsOn"] == ["DK2"]
+    await run_child(conn, c, result="ok")
+    assert await state(conn, "DP") == "waiting"
+    assert (await call(conn, {"cmd": "GetIgnoredChildrenFailures", "id": "DP"}))["values"] == {}
+
+
+async def test_ignore_dependency_on_failure(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("IP", p, ["IK"], c, maxAttempts=1, ignoreDependencyOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "IP") == "waiting"
+    assert await call(conn, {"cmd": "GetIgnoredChildrenFailures", "id": "IP"}) == {
+        "ok": True, "values": {f"{c}:IK": "boom"}}
+    assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "IP"}))["values"] == {}
+
+
+async def test_continue_parent_on_failure(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("CP", p, ["CK1", "CK2"], c, maxAttempts=1, continueParentOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert await state(conn, "CP") == "waiting"
+    assert await call(conn, {"cmd": "GetFailedChildrenValues", "id": "CP"}) == {
+        "ok": True, "values": {f"{c}:CK1": "boom"}}
+    assert (await call(conn, {"cmd": "GetJob", "id": "CP"}))["job"]["dependsOn"] == []
+
+
+async def test_cancelled_parent_while_children_run(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("XP", p, ["XK"], c, maxAttempts=1,
+                                                              failParentOnFailure=True)}))["ok"]
+    job = (await call(conn, {"cmd": "PULL", "queue": c}))["job"]
+    assert (await call(conn, {"cmd": "Cancel", "id": "XP"}))["ok"]
+    assert (await call(conn, {"cmd": "FAIL", "id": job["id"], "error": "late"}))["ok"]
+    assert await state(conn, "XP") == "unknown"
+    assert (await call(conn, {"cmd": "GetJobCounts", "queue": p}))["counts"]["failed"] == 0
+
+
+async def test_three_level_tree(conn: Connection, queue_name: str) -> None:
+    q = queue_name
+    jobs = [
+        {"id": "T0", "queue": q, "input": {"name": "root", "data": {"__childrenIds": ["T1"]},
+                                           "childrenIds": ["T1"], "dependsOn": ["T1"]}},
+        {"id": "T1", "queue": q, "input": {"name": "mid", "data": {"__childrenIds": ["T2"], "__parentId": "T0",
+                                                                    "__parentQueue": q},
+                                           "childrenIds": ["T2"], "dependsOn": ["T2"], "parentId": "T0"}},
+        {"id": "T2", "queue": q, "input": {"name": "leaf", "data": {"__parentId": "T1", "__parentQueue": q},
+                                           "parentId": "T1"}},
+    ]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": jobs}))["ok"]
+    for expected in ("T2", "T1", "T0"):
+        assert await run_child(conn, q, result=expected) == expected
+    assert (await call(conn, {"cmd": "GetChildrenValues", "id": "T0"}))["data"]["values"] == {f"{q}:T1": "T1"}
+
+
+async def test_push_with_a_parent_joins_it(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    parent = (await call(conn, {"cmd": "PUSH", "queue": p, "name": "parent", "data": {"x": 1}}))["id"]
+    meta = {"__parentId": parent, "__parentQueue": p}
+    kid = (await call(conn, {"cmd": "PUSH", "queue": c, "name": "kid", "data": {"k": 1, **meta},
+                             "parentId": parent}))["id"]
+    batch = (await call(conn, {"cmd": "PUSHB", "queue": c, "jobs": [
+        {"name": "kid2", "data": {**meta}, "parentId": parent}]}))["ids"]
+    view = (await call(conn, {"cmd": "GetJob", "id": parent}))["job"]
+    assert view["state"] == "waiting-children" and view["childrenIds"] == [kid, *batch]
+    assert view["dependsOn"] == [kid, *batch] and view["data"] == {"x": 1, "__childrenIds": [kid, *batch]}
+    await run_child(conn, c, result=1)
+    await run_child(conn, c, result=2)
+    assert await state(conn, parent) == "waiting"
+    # A forward reference is kept for UpdateParent; a named parent must exist in the named queue.
+    pending = await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", "parentId": "pending",
+                                "data": {"__parentId": "pending", "__parentQueue": p}})
+    assert pending["ok"] is True
+    refusals = [
+        ({"parentId": "ghost", "data": {"__parentId": "ghost", "__parentQueue": p}}, "Parent job not found: ghost"),
+        ({"parentId": parent, "data": {"__parentId": parent, "__parentQueue": "elsewhere"}},
+         f"Parent job {parent} belongs to queue {p}, not elsewhere"),
+        ({"jobId": "self", "parentId": "self", "data": {"__parentId": "self", "__parentQueue": p}},
+         "A job cannot be its own parent"),
+    ]
+    for opts, error in refusals:
+        assert await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", **opts}) == {"ok": False, "error": error}
+    await call(conn, {"cmd": "PULL", "queue": p})
+    assert await call(conn, {"cmd": "PUSH", "queue": c, "name": "k", "parentId": parent, "data": meta}) == {
+        "ok": False, "error": f"Parent job {parent} is not linkable"}
+
+
+async def test_kept_failures_go_when_the_parent_completes(conn: Connection, queue_name: str) -> None:
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("GP", p, ["GK"], c, maxAttempts=1, continueParentOnFailure=True)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, fail=True)
+    assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {f"{c}:GK": "boom"}
+    await run_child(conn, p, result="done")
+    assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {}
+
+
+HOSTILE = [None, 5, -1.5, True, [], ["a", 1], {}, {"a": [1]}, "x" * 5000, float("nan"), b"\x00\x01"]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+async def test_flow_commands_answer_hostile_values(conn: Connection, queue_name: str, value: Any) -> None:
+    requests = [
+        {"cmd": "PUSHF", "jobs": value},
+        {"cmd": "PUSHF", "jobs": [value]},
+        {"cmd": "PUSHF", "jobs": [{"id": value, "queue": queue_name, "input": {"name": "x", "data": {}}}]},
+        {"cmd": "PUSHF", "jobs": [{"id": "h", "queue": value, "input": {"name": "x", "data": {}}}]},
+        {"cmd": "PUSHF", "jobs": [{"id": "h", "queue": queue_name, "input": value}]},
+        *({"cmd": "PUSHF", "jobs": [{"id": "h", "queue": queue_name, "input": {"name": "x", "data": {}, key: value}}]}
+          for key in ("dependsOn", "childrenIds", "parentId", "customId", "priority", "failParentOnFailure",
+                      "repeat", "name")),
+        {"cmd": "PUSHF", "jobs": [{"id": "h", "queue": queue_name, "input": {"name": "x", "data": {
+            "__childrenIds": value}, "childrenIds": ["k"], "dependsOn": ["k"]}},
+            {"id": "k", "queue": queue_name, "input": {"name": "x", "data": {"__parentId": value}, "parentId": "h"}}]},
+        {"cmd": "UpdateParent", "childId": value, "parentId": value},
+        {"cmd": "UpdateParent", "childId": value, "parentId": "p"},
+        *({"cmd": cmd, "id": value} for cmd in (
+            "GetChildrenValues", "GetFailedChildrenValues", "GetIgnoredChildrenFailures", "RemoveChildDependency",
+            "RemoveUnprocessedChildren", "MoveToWaitingChildren")),
+        {"cmd": "MoveToWaitingChildren", "id": "nope", "token": value},
+    ]
+    for request in requests:
+        reply = await call(conn, request)
+        assert type(reply.get("ok")) is bool, (request, reply)
+        assert reply.get("error") != "Internal server error", (request, reply)
+    assert (await call(conn, {"cmd": "Ping"}))["ok"] is True
+    counts = (await call(conn, {"cmd": "GetJobCounts", "queue": queue_name}))["counts"]
+    assert counts["waiting"] + counts["waiting-children"] <= 1
+
+
+async def test_pushf_group_caps_count_the_graph(conn: Connection, queue_name: str) -> None:
+    def member(job_id: str) -> dict[str, Any]:
+        return {"id": job_id, "queue": queue_name,
+                "input": {"name": "g", "data": {}, "groupId": "G", "groupMaxSize": 2}}
+
+    assert await call(conn, {"cmd": "PUSHF", "jobs": [member("G1"), member("G2"), member("G3")]}) == {
+        "ok": False, "error": "Group G has reached its maximum size of 2"}
+    assert await state(conn, "G1") == "unknown"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": [member("G1"), member("G2")]}))["ok"] is True

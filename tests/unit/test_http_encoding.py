@@ -1,0 +1,29 @@
+"""HTTP replies as JSON: flat replies skip the wire round trip and must read exactly as if they had not."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgpack
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bunqueue.server.http import encoding
+
+flat_values = st.one_of(st.text(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.none())
+
+
+def through_the_wire(doc: Any) -> str:
+    wire = msgpack.unpackb(encoding._PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=encoding._ext)
+    return json.dumps(encoding._plain(wire), separators=(",", ":"), ensure_ascii=False)
+
+
+@given(st.dictionaries(st.text(), flat_values))
+def test_flat_replies_read_as_the_wire_encoder_writes_them(doc: dict[str, Any]) -> None:
+    assert encoding.dumps(doc) == through_the_wire(doc)
+
+
+def test_other_replies_still_go_through_the_wire_encoder() -> None:
+    assert encoding.dumps({"ok": True, "n": 2.0, "x": float("nan"), "l": [1.5, 3.0]}) == (
+        '{"ok":true,"n":2,"x":null,"l":[1.5,3]}')
+    assert encoding.dumps({"ok": True, "job": {"a": 1.0}}) == '{"ok":true,"job":{"a":1}}'

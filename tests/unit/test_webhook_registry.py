@@ -1,0 +1,81 @@
+"""The webhook registry without I/O: which outboxes an event reaches, the bound, the wake-up, the payload."""
+from __future__ import annotations
+
+from bunqueue.monitoring.webhooks import Webhook, WebhookRegistry, payload_of
+
+ALL = ["job.pushed", "job.started", "job.completed", "job.failed", "job.progress"]
+
+
+def registry_with(*hooks: Webhook, limit: int = 100) -> tuple[WebhookRegistry, list[int]]:
+    registry = WebhookRegistry(outbox_limit=limit)
+    wakes: list[int] = []
+    registry.wake = lambda: wakes.append(1)
+    for hook in hooks:
+        registry.add(hook)
+    return registry, wakes
+
+
+def hook(hook_id: str, events: list[str] = ALL, queue: str | None = None) -> Webhook:
+    return Webhook(hook_id, "https://example.com/h", events, queue, None, 0.0)
+
+
+def test_an_event_reaches_the_hooks_that_want_it() -> None:
+    every, only_q, only_done = hook("every"), hook("q", queue="q"), hook("done", ["job.completed"])
+    registry, _ = registry_with(every, only_q, only_done)
+    registry.offer("pushed", "q", "1", 5.0, {})
+    registry.offer("pushed", "other", "2", 6.0, {})
+    registry.offer("completed", "other", "3", 7.0, {"data": 1})
+    registry.offer("stalled", "q", "4", 8.0, {})
+    assert [r[2] for r in every.outbox] == ["1", "2", "3"]
+    assert [r[2] for r in only_q.outbox] == ["1"]
+    assert [r[2] for r in only_done.outbox] == ["3"]
+    assert registry.offered == 3
+
+
+def test_disabled_and_removed_hooks_get_nothing() -> None:
+    a, b = hook("a"), hook("b")
+    registry, _ = registry_with(a, b)
+    registry.offer("pushed", "q", "1", 5.0, {})
+    registry.set_enabled("a", False)
+    removed = registry.remove("b")
+    assert removed is b and b.removed and not b.outbox, "a removed hook's waiting events go with it"
+    registry.offer("pushed", "q", "2", 6.0, {})
+    assert [r[2] for r in a.outbox] == ["1"]
+    registry.set_enabled("a", True)
+    registry.offer("pushed", "q", "3", 7.0, {})
+    assert [r[2] for r in a.outbox] == ["1", "3"]
+    assert registry.stats() == {"total": 1, "enabled": 1}
+
+
+def test_the_outbox_is_bounded_and_what_does_not_fit_is_counted() -> None:
+    a, b = hook("a"), hook("b", ["job.completed"])
+    registry, _ = registry_with(a, b, limit=3)
+    for i in range(10):
+        registry.offer("pushed", "q", str(i), 5.0, {})
+    assert [r[2] for r in a.outbox] == ["0", "1", "2"]
+    assert (a.dropped, b.dropped) == (7, 0)
+    a.outbox.popleft()
+    registry.offer("pushed", "q", "10", 5.0, {})
+    assert [r[2] for r in a.outbox] == ["1", "2", "10"] and a.dropped == 7
+
+
+def test_the_delivery_side_is_woken_only_when_it_said_it_was_idle() -> None:
+    registry, wakes = registry_with(hook("a"))
+    for i in range(5):
+        registry.offer("pushed", "q", str(i), 5.0, {})
+    assert len(wakes) == 1 and registry.idle is False
+    registry.idle = True
+    registry.offer("pushed", "q", "5", 5.0, {})
+    registry.offer("stalled", "q", "6", 5.0, {})
+    assert len(wakes) == 2
+
+
+def test_payload_shape() -> None:
+    record = ("failed", "q", "7", 1700000000123.0, {"data": {"x": 1}, "error": "boom", "terminal": True})
+    payload = payload_of(record)
+    assert payload == {"event": "job.failed", "timestamp": 1700000000123, "jobId": "7", "queue": "q",
+                       "data": {"x": 1}, "error": "boom"}
+    assert list(payload) == ["event", "timestamp", "jobId", "queue", "data", "error"]
+    assert type(payload["timestamp"]) is int
+    assert payload_of(("progress", "q", "8", 1.0, {"progress": 40})) == {
+        "event": "job.progress", "timestamp": 1, "jobId": "8", "queue": "q", "progress": 40}
