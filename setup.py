@@ -14,7 +14,9 @@ from setuptools import Extension, setup
 
 DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
-CORE_MODULES = ["framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "packer", "rows"]
+CORE_MODULES = [
+    "framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "admission", "packer", "rows",
+]
 
 DIRECTIVES = {
     "language_level": 3,

@@ -11,11 +11,14 @@
 # re-enter the queue between choosing a slot and recording it.
 
 cimport cython
+from libc.stdint cimport uint64_t
 
 from bunqueue._core.heap cimport IndexedHeap, ReadyEntry
 
 
 @cython.final
 cdef class ReadyQueue(IndexedHeap):
+    # `push` for compiled callers (batch admission): the same checks, no Python call.
+    cdef int add(self, str job_id, double priority, bint lifo, double run_at, uint64_t seq) except -1
     # Removes the entry at `pos`, frees its slot and returns its job id.
     cdef object _remove_at(self, Py_ssize_t pos)

@@ -21,8 +21,13 @@ cdef class ReadyQueue(IndexedHeap):
 
     def push(self, str job_id not None, double priority, bint lifo, double run_at, uint64_t seq):
         """Queue `job_id`; KeyError if it is already queued."""
+        self.add(job_id, priority, lifo, run_at, seq)
+
+    cdef int add(self, str job_id, double priority, bint lifo, double run_at, uint64_t seq) except -1:
         cdef Py_ssize_t slot
         cdef ReadyEntry* entry
+        if job_id is None:
+            raise TypeError("job_id must be a str")
         check_key(priority, run_at)
         self._reserve(self._size + 1)
         slot = self._claim_slot(job_id)
@@ -36,6 +41,7 @@ cdef class ReadyQueue(IndexedHeap):
         entry.lifo = lifo
         self._size += 1
         sift_up(<ReadyEntry*>self._entries, self._position_of_slot, self._size - 1)
+        return 0
 
     def pop(self):
         """Remove and return the best job id, or None when empty."""

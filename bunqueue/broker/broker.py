@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.admission import build_batch, needing_checks
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import dlq, events, repeat, states
@@ -170,19 +171,31 @@ class Broker:
         if type(items) is not list:
             raise CommandError(errors.must_be_array("jobs"))
         now = self.clock()
-        build = self._build
-        jobs: list[Job] = []
-        for i, opts in enumerate(items):
-            if type(opts) is not dict:
-                raise CommandError(errors.batch_item(i, errors.must_be_object("job")))
-            try:
-                jobs.append(build(opts, queue, now, True, check_size))
-            except CommandError as exc:
-                raise CommandError(errors.batch_item(i, exc.message)) from None
-        batch_ids = {job.custom_id for job in jobs if job.custom_id is not None}
-        # Existing parents that jobs of the batch join (Queue.add with a parent), by index.
+        jobs = build_batch(self.factory, items, queue, now, check_size)
+        positions = needing_checks(jobs)
+        # Jobs that join an existing parent (Queue.add with a parent) are checked too.
+        parented = [i for i, job in enumerate(jobs) if job.parent_id is not None]
+        if parented:
+            positions = sorted(set(positions).union(parented))
+        parents = self._check_batch(items, jobs, positions, now) if positions else {}
+        counters = self.counters
+        before = counters.pushed
+        ids = self.transitions.admit_batch(jobs, now, self.queues.of(queue))
+        # One journal count per batch: admission counts the jobs, the queue's share is the difference.
+        counters.queue(queue).events += counters.pushed - before
+        for i, parent in parents.items():
+            if self.jobs.get(ids[i]) is jobs[i]:
+                self.flows.adopt(parent, ids[i], False)
+        return ids
+
+    def _check_batch(self, items: list[Any], jobs: list[Job], positions: list[int], now: float) -> dict[int, Job]:
+        """The checks against the broker of the batch's jobs at ``positions`` (custom ids, dependencies,
+        repeats, parents, group caps, unique keys); a failure names the job's position. Returns the
+        existing parents that jobs of the batch join, by position."""
+        batch_ids = {jobs[i].custom_id for i in positions if jobs[i].custom_id is not None}
         parents: dict[int, Job] = {}
-        for i, job in enumerate(jobs):
+        for i in positions:
+            job = jobs[i]
             if job.pending_deps is not None:
                 try:
                     self.deps.check(job, batch_ids)
@@ -200,24 +213,15 @@ class Broker:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
                 if parent is not None:
                     parents[i] = parent
-        self.check_group_caps(jobs)
-        for i, job in enumerate(jobs):
+        self.check_group_caps([jobs[i] for i in positions])
+        for i in positions:
+            job = jobs[i]
             if job.unique_key is not None:
                 try:
                     self.keys.preflight(job, now, self.deps.dependents)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
-        admit = self._admit
-        q = self.queues.of(queue)
-        counters = self.counters
-        before = counters.pushed
-        ids = [admit(job, now, q) for job in jobs]
-        # One journal count per batch: admit counts the jobs, the queue's share is the difference.
-        counters.queue(queue).events += counters.pushed - before
-        for i, parent in parents.items():
-            if self.jobs.get(ids[i]) is jobs[i]:
-                self.flows.adopt(parent, ids[i], False)
-        return ids
+        return parents
 
     def _build(self, opts: dict[str, Any], queue: str, now: float, batch: bool, check_size: bool) -> Job:
         job = self.factory.build(opts, queue, now, batch)

@@ -218,7 +218,11 @@ class QueueState:
             self.ready.push(job.id, job.priority, job.lifo, job.run_at, job.seq)
         else:
             self.groups.add(job.id, group, job.priority, job.seq)
-        self._count_in(job)
+        # _count_in, inlined: this runs once for every pushed job.
+        if job.priority > 0:
+            self.n_prioritized += 1
+        else:
+            self.n_waiting += 1
 
     def _count_in(self, job: Job) -> None:
         if job.priority > 0:
@@ -251,7 +255,11 @@ class QueueState:
         return groups.claim(now, claim)
 
     def took(self, job: Job) -> None:
-        self._count_out(job)
+        # _count_out, inlined: this runs once for every pulled job.
+        if job.priority > 0:
+            self.n_prioritized -= 1
+        else:
+            self.n_waiting -= 1
 
     def _count_out(self, job: Job) -> None:
         if job.priority > 0:

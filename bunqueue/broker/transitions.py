@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue import errors
+from bunqueue._core.admission import admit_ready
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, JobFactory, wire_number
 from bunqueue._core.leases import LeaseTable
@@ -185,6 +186,37 @@ class Transitions:
             self.events.emit(job.queue, events.PUSHED, job.id)
         return job.id
 
+    def admit_batch(self, jobs: list[Job], now: float, q: QueueState) -> list[str]:
+        """PUSHB's jobs of one queue, each admitted in order as ``admit`` would; the ids the push answers.
+
+        Runs of plain jobs (ready at once; no custom id, unique key, dependencies or group) are queued by
+        one compiled loop and share their first timeline entry; any other job takes ``admit``.
+        """
+        if self.events.wanted:
+            return [self.admit(job, now, q) for job in jobs]
+        ids: list[str] = []
+        waiting = {"state": states.WAITING, "timestamp": now}
+        prioritized = {"state": states.PRIORITIZED, "timestamp": now}
+        job_added = self.store.job_added
+        start = 0
+        end = len(jobs)
+        while start < end:
+            stop, n_prioritized = admit_ready(
+                jobs, start, self.jobs, q.ready, now, states.READY, waiting, prioritized, job_added, ids
+            )
+            admitted = stop - start
+            if admitted:
+                q.n_prioritized += n_prioritized
+                q.n_waiting += admitted - n_prioritized
+                self.counters.pushed += admitted
+                if q.waiters:
+                    q.wake(admitted)
+            if stop < end:
+                ids.append(self.admit(jobs[stop], now, q))
+                stop += 1
+            start = stop
+        return ids
+
     def _claim_key(self, job: Job, now: float) -> str | None:
         """The owner's id when the push is a no-op for its unique key, else None (the key is the job's)."""
         keys = self.keys
@@ -310,6 +342,7 @@ class Transitions:
         watch = q.stall_watch
         watch_was_empty = watch is not None and not watch
         alarms = self.alarms
+        started: dict[str, Any] | None = None
         while len(out) < count:
             job_id = q.pop_ready(now, claim)
             if job_id is None:
@@ -329,7 +362,10 @@ class Transitions:
             job.state = states.ACTIVE
             job.started_at = now
             job.last_heartbeat = now
-            add_timeline(job, {"state": states.ACTIVE_NAME, "timestamp": now})
+            # One entry for every job of this pull: entries are never changed once made.
+            if started is None:
+                started = {"state": states.ACTIVE_NAME, "timestamp": now}
+            add_timeline(job, started)
             q.n_active += 1
             q.active[job_id] = None
             if job.stall_timeout is None:

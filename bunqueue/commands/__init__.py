@@ -34,7 +34,6 @@ from bunqueue.commands import (
     webhooks,
     workers,
 )
-from bunqueue.monitoring.timing import timed
 
 Handler = Callable[[Broker, dict[str, Any], Session], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 
@@ -42,14 +41,14 @@ HANDLERS: dict[str, Handler] = {
     "Hello": system.handle_hello,
     "Ping": system.handle_ping,
     "StorageStatus": system.handle_storage_status,
-    "PUSH": timed(jobs.handle_push, "push"),
-    "PUSHB": timed(jobs.handle_pushb, "push"),
-    "PULL": timed(jobs.handle_pull, "pull"),
-    "PULLB": timed(jobs.handle_pullb, "pull"),
-    "ACK": timed(jobs.handle_ack, "ack"),
-    "ACKB": timed(jobs.handle_ackb, "ack"),
+    "PUSH": jobs.handle_push,
+    "PUSHB": jobs.handle_pushb,
+    "PULL": jobs.handle_pull,
+    "PULLB": jobs.handle_pullb,
+    "ACK": jobs.handle_ack,
+    "ACKB": jobs.handle_ackb,
     "FAIL": jobs.handle_fail,
-    "PUSHF": timed(flows.handle_pushf, "push"),
+    "PUSHF": flows.handle_pushf,
     "UpdateParent": flows.handle_update_parent,
     "GetChildrenValues": flows.handle_get_children_values,
     "GetFailedChildrenValues": flows.handle_get_failed_children_values,
@@ -145,4 +144,9 @@ HANDLERS: dict[str, Handler] = {
     "RemoveWebhook": webhooks.handle_remove_webhook,
     "ListWebhooks": webhooks.handle_list_webhooks,
     "SetWebhookEnabled": webhooks.handle_set_webhook_enabled,
+}
+
+# The job commands whose durations feed the latency histograms (Stats, Metrics, Prometheus), by kind.
+TIMED: dict[str, str] = {
+    "PUSH": "push", "PUSHB": "push", "PUSHF": "push", "PULL": "pull", "PULLB": "pull", "ACK": "ack", "ACKB": "ack",
 }

@@ -38,7 +38,9 @@ def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, G
     timeout = options.strict_number(cmd, "timeout", 0.0, 0, options.MAX_PULL_TIMEOUT)
     owner = options.optional_string(cmd, "owner")
     lock_ttl = options.lock_ttl(cmd) if owner is not None else options.DEFAULT_LOCK_TTL
-    return queue, timeout, owner, lock_ttl, options.group_claim(cmd)
+    # Most pulls name no group: no call to learn that.
+    claim = None if cmd.get("group") is None else options.group_claim(cmd)
+    return queue, timeout, owner, lock_ttl, claim
 
 
 def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:

@@ -239,7 +239,8 @@ class Counters:
 
     def on_pulled(self, queue: str, n: int) -> None:
         self.pulled += n
-        self.queue(queue).events += n
+        qc = self.queues.get(queue) or self.queue(queue)
+        qc.events += n
 
     def on_completed(self, queue: str, now: float) -> None:
         self.completed += 1

@@ -1,6 +1,7 @@
 """Per-connection request rate limit: a sliding window over two fixed buckets."""
 from __future__ import annotations
 
+import math
 import time
 
 
@@ -21,6 +22,13 @@ class RequestRateLimiter:
         self.previous = 0
 
     def allow(self) -> bool:
+        return self.allow_many(1) == 1
+
+    def allow_many(self, n: int) -> int:
+        """Count the next ``n`` requests, arriving together: how many of them, the first ones, are allowed.
+
+        The same answer as ``n`` calls of ``allow``: once one is refused, so is every later one.
+        """
         now = time.monotonic()
         elapsed = now - self.bucket_start
         if elapsed >= self.window:
@@ -30,7 +38,11 @@ class RequestRateLimiter:
             self.bucket_start += buckets * self.window
             elapsed = now - self.bucket_start
         overlap = 1.0 - elapsed / self.window
-        if self.current + self.previous * overlap >= self.limit:
-            return False
-        self.current += 1
-        return True
+        room = math.ceil(self.limit - self.current - self.previous * overlap)
+        allowed = n if room >= n else max(room, 0)
+        self.current += allowed
+        return allowed
+
+    def give_back(self, n: int) -> None:
+        """Uncount ``n`` allowed requests that were not run after all (they will be counted when they are)."""
+        self.current -= n

@@ -15,8 +15,10 @@ from typing import Any, Protocol
 from bunqueue import errors
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
-from bunqueue.commands import HANDLERS
+from bunqueue.commands import HANDLERS, TIMED
 from bunqueue.errors import BadFrame, CommandError
+from bunqueue.monitoring.counters import Histogram
+from bunqueue.monitoring.timing import run_timed
 from bunqueue.server.codec import decode_command
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.storage import Store
@@ -55,6 +57,8 @@ class CommandRunner:
         self.store = store
         self.tokens = tokens
         self.handlers = HANDLERS
+        # The timed commands' latency histograms, by command name (see monitoring.timing).
+        self.histograms: dict[Any, Histogram] = {name: broker.counters.latency[kind] for name, kind in TIMED.items()}
         # Replies held until the commit that makes their change durable: ticket -> client -> replies.
         self.held: dict[asyncio.Future[str | None], dict[Client, list[Reply]]] = {}
 
@@ -63,11 +67,12 @@ class CommandRunner:
         self.broker.counters.connections += 1
         return Session(authenticated=not self.tokens)
 
-    def run_frame(self, body: bytes, client: Client) -> Reply | None:
-        """The reply to one MessagePack frame, or None when it will come through ``client.deliver``."""
-        limiter = client.limiter
-        # Counted before decoding: undecodable frames cost their sender's budget like any other.
-        allowed = limiter is None or limiter.allow()
+    def run_frame(self, body: bytes, client: Client, allowed: bool) -> Reply | None:
+        """The reply to one MessagePack frame, or None when it will come through ``client.deliver``.
+
+        ``allowed``: what the client's rate limit said of this frame. The listener asks it before decoding,
+        once for the frames of a read, so undecodable frames cost their sender's budget like any other.
+        """
         client.session.frame_size = len(body)
         try:
             request = decode_command(body)
@@ -84,8 +89,27 @@ class CommandRunner:
         req_id = request.get("reqId")
         if req_id is not None and type(req_id) not in ECHOABLE_REQ_IDS:
             return {"ok": False, "error": errors.INVALID_REQ_ID}
+        session = client.session
+        name = request.get("cmd")
+        # The usual case first: an allowed, authenticated request for a known command.
+        handler = self.handlers.get(name) if allowed and session.authenticated and type(name) is str else None
+        # A reply dict, or an awaitable of one when the command waits.
+        reply: Any
         try:
-            reply = self.dispatch(request, client.session, allowed)
+            if handler is None:
+                reply = self.refuse(request, session, allowed)
+            else:
+                histogram = self.histograms.get(name)
+                if histogram is not None:
+                    histogram.countdown -= 1
+                    if not histogram.countdown:
+                        reply = run_timed(handler, histogram, self.broker, request, session)
+                    else:
+                        reply = handler(self.broker, request, session)
+                else:
+                    reply = handler(self.broker, request, session)
+        except CommandError as exc:
+            reply = {"ok": False, "error": exc.message}
         except Exception:
             log.exception("command failed")
             reply = {"ok": False, "error": errors.INTERNAL_ERROR}
@@ -101,6 +125,19 @@ class CommandRunner:
         return None
 
     def dispatch(self, request: dict[str, Any], session: Session, allowed: bool) -> Any:
+        """A command's own reply (a dict, or an awaitable of one), without reqId, timing or holding: for
+        requests the server makes itself (the event streams' counts)."""
+        name = request.get("cmd")
+        handler = self.handlers.get(name) if allowed and session.authenticated and type(name) is str else None
+        if handler is None:
+            return self.refuse(request, session, allowed)
+        try:
+            return handler(self.broker, request, session)
+        except CommandError as exc:
+            return {"ok": False, "error": exc.message}
+
+    def refuse(self, request: dict[str, Any], session: Session, allowed: bool) -> Reply:
+        """The reply to a request that names no command the session may run now (Auth included)."""
         if not allowed:
             return {"ok": False, "error": errors.RATE_LIMIT_EXCEEDED}
         name = request.get("cmd")
@@ -110,13 +147,7 @@ class CommandRunner:
             return self.authenticate(request.get("token"), session)
         if not session.authenticated:
             return {"ok": False, "error": errors.NOT_AUTHENTICATED}
-        handler = self.handlers.get(name) if type(name) is str else None
-        if handler is None:
-            return {"ok": False, "error": errors.unknown_command(name)}
-        try:
-            return handler(self.broker, request, session)
-        except CommandError as exc:
-            return {"ok": False, "error": exc.message}
+        return {"ok": False, "error": errors.unknown_command(name)}
 
     def authenticate(self, token: Any, session: Session) -> Reply:
         if self.tokens and check_token(token, self.tokens):

@@ -125,11 +125,16 @@ class BrokerProtocol(asyncio.Protocol):
     def run_frames(self, frames: list[bytes]) -> None:
         """Handle frames in order until the connection must wait; keep the rest in the backlog."""
         runner = self.runner
+        limiter = self.limiter
+        allowed = len(frames) if limiter is None else limiter.allow_many(len(frames))
         for i, body in enumerate(frames):
             if self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed:
+                if limiter is not None and allowed > i:
+                    # Counted again when they run from the backlog.
+                    limiter.give_back(allowed - i)
                 self.postpone(frames[i:])
                 break
-            reply = runner.run_frame(body, self)
+            reply = runner.run_frame(body, self, i < allowed)
             if reply is not None:
                 self.queue(reply)
         self.flush()
@@ -137,10 +142,11 @@ class BrokerProtocol(asyncio.Protocol):
     def run_backlog(self) -> None:
         backlog = self.backlog
         runner = self.runner
+        limiter = self.limiter
         while backlog and not (self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed):
             body = backlog.popleft()
             self.backlog_bytes -= len(body)
-            reply = runner.run_frame(body, self)
+            reply = runner.run_frame(body, self, limiter is None or limiter.allow())
             if reply is not None:
                 self.queue(reply)
         self.flush()
@@ -186,14 +192,11 @@ class BrokerProtocol(asyncio.Protocol):
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def pack(self, reply: Reply) -> bytes:
-        try:
-            return self.packer.frame(reply)
-        except Exception:
-            # A reply that cannot be encoded costs only itself: its client learns so under its reqId
-            # (always encodable: the runner refuses any other).
-            log.warning("a reply could not be encoded", exc_info=True)
-            return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
+    def unencodable(self, reply: Reply) -> bytes:
+        # A reply that cannot be encoded costs only itself: its client learns so under its reqId (always
+        # encodable: the runner refuses any other).
+        log.warning("a reply could not be encoded", exc_info=True)
+        return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
 
     def send(self, replies: list[Reply]) -> None:
         for reply in replies:
@@ -202,7 +205,10 @@ class BrokerProtocol(asyncio.Protocol):
 
     def queue(self, reply: Reply) -> None:
         """Pack a reply for the next write; write at once when the packed replies add up to a chunk."""
-        data = self.pack(reply)
+        try:
+            data = self.packer.frame(reply)
+        except Exception:
+            data = self.unencodable(reply)
         self.chunks.append(data)
         self.chunked += len(data)
         if self.chunked >= WRITE_CHUNK:
