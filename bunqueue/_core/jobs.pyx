@@ -25,6 +25,8 @@ MAX_NAME = 256
 MAX_SAFE_INTEGER = 9007199254740991.0
 # Bumped when the layout of Job.to_record() changes; a store refuses records it does not know.
 RECORD_VERSION = 1
+# Timeline entries a job keeps: the newest, as in the reference.
+TIMELINE_CAP = 20
 
 cdef double _MAX_DURATION = MAX_DURATION
 cdef int _MAX_VALUE_DEPTH = errors.MAX_VALUE_DEPTH
@@ -107,6 +109,14 @@ cdef class Job:
 
     def __repr__(self):
         return f"<Job {self.id} queue={self.queue} state={self.state}>"
+
+    def note(self, dict entry):
+        """Add an entry to the timeline, which keeps the newest ``TIMELINE_CAP``. Entries are never changed
+        once made, so one entry may be shared by the jobs of one pull."""
+        cdef list timeline = self.timeline
+        timeline.append(entry)
+        if len(timeline) > TIMELINE_CAP:
+            del timeline[0]
 
     def to_record(self):
         """Every field, wire and bookkeeping, as a flat tuple for a storage row (see ``from_record``)."""

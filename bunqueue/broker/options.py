@@ -42,6 +42,13 @@ def queue_name(cmd: dict[str, Any]) -> str:
 
 def strict_number(cmd: dict[str, Any], field: str, default: float, lo: float, hi: float) -> float:
     """A number sent as a number (not a numeric string), within [lo, hi]; an infinity meets the bounds."""
+    value = cmd.get(field)
+    if value is None:
+        return default
+    kind = type(value)
+    # The usual case (every PULL) without the general path; NaN and anything out of range take it.
+    if (kind is int or kind is float) and lo <= value <= hi:
+        return float(value)
     value = number_arg(cmd, field, default, finite=False, lo=lo, hi=hi)
     assert value is not None
     return value

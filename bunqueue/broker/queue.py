@@ -241,8 +241,8 @@ class QueueState:
         return removed
 
     def pop_ready(self, now: float, claim: GroupClaim | None) -> str | None:
-        """The next job id to run under a pull's group defaults, or None. The caller counts it out with
-        ``took``; a grouped job counts as active in its group from here."""
+        """The next job id to run under a pull's group defaults, or None. The caller counts it out (the
+        pull path inlines ``_count_out``); a grouped job counts as active in its group from here."""
         if claim is None or claim.lanes == ANY_LANE:
             job_id = self.ready.pop()
             if job_id is not None:
@@ -253,13 +253,6 @@ class QueueState:
         if not groups.ready_count:
             return None
         return groups.claim(now, claim)
-
-    def took(self, job: Job) -> None:
-        # _count_out, inlined: this runs once for every pulled job.
-        if job.priority > 0:
-            self.n_prioritized -= 1
-        else:
-            self.n_waiting -= 1
 
     def _count_out(self, job: Job) -> None:
         if job.priority > 0:

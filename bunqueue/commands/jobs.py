@@ -6,7 +6,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.groups import GroupClaim
-from bunqueue._core.jobs import Job, check_nesting
+from bunqueue._core.jobs import Job, check_nesting, flag_option, validate_queue_name
 from bunqueue.broker import options, outcomes
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.queue import QueueState
@@ -34,9 +34,11 @@ def handle_pushb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
 
 
 def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, GroupClaim | None]:
-    queue = options.queue_name(cmd)
+    queue = validate_queue_name(cmd.get("queue"))
     timeout = options.strict_number(cmd, "timeout", 0.0, 0, options.MAX_PULL_TIMEOUT)
-    owner = options.optional_string(cmd, "owner")
+    owner = cmd.get("owner")
+    if owner is not None and type(owner) is not str:
+        owner = options.optional_string(cmd, "owner")
     lock_ttl = options.lock_ttl(cmd) if owner is not None else options.DEFAULT_LOCK_TTL
     # Most pulls name no group: no call to learn that.
     claim = None if cmd.get("group") is None else options.group_claim(cmd)
@@ -45,7 +47,7 @@ def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, G
 
 def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
-    detach = options.flag(cmd, "detach") and owner is None
+    detach = flag_option(cmd, "detach") and owner is None
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach, claim)
     if not jobs and timeout > 0:
@@ -98,13 +100,16 @@ def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     job_id = cmd.get("id")
     token = cmd.get("token")
     remove = cmd.get("removeOnComplete") is True
-    check_nesting(cmd.get("result"), "result")
+    result = cmd.get("result")
+    has_result = result is not None or "result" in cmd
+    if has_result:
+        check_nesting(result, "result")
     try:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
         # The attempt may have been finalized (timeout) or requeued (lost lease, stall) meanwhile.
-        return outcomes.late_ack(broker, job_id, token, cmd.get("result"), "result" in cmd, remove, refusal)
-    broker.ack(job, cmd.get("result"), "result" in cmd, remove)
+        return outcomes.late_ack(broker, job_id, token, result, has_result, remove, refusal)
+    broker.ack(job, result, has_result, remove)
     return {"ok": True}
 
 

@@ -1,7 +1,6 @@
 """MessagePack request bodies as the JS clients write them. Replies are packed by ``_core.packer``."""
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import msgpack
@@ -21,18 +20,15 @@ UNDEFINED = msgpack.ExtType(0, b"\x00")
 PAYLOAD_FIELDS = frozenset({"data", "result", "results", "progress", "message", "error"})
 
 
-class _Seen(threading.local):
-    # Set by the ext hook, so that only a frame that holds an `undefined` pays for a walk of its maps.
-    undefined = False
-
-
-_seen = _Seen()
+# Set by the ext hook, so that only a frame that holds an `undefined` pays for a walk of its maps. Frames
+# are decoded on the event loop's thread only, one at a time, so one flag serves every connection.
+_seen = [False]
 
 
 def ext_hook(code: int, data: bytes) -> Any:
     """The ``ext_hook`` for ``msgpack.unpackb``: type 0 is ``UNDEFINED``, other types stay ``ExtType``."""
     if code == 0:
-        _seen.undefined = True
+        _seen[0] = True
         return UNDEFINED
     return msgpack.ExtType(code, data)
 
@@ -42,18 +38,16 @@ _unpackb = msgpack.unpackb
 
 def decode_command(body: bytes) -> dict[str, Any]:
     """The request map of a frame, with every option sent as JS ``undefined`` left out (``without_undefined``)."""
-    if body == b"\xc1":
-        # msgpackr reads the never-used byte 0xc1 as a value, so the reference answers "Invalid command".
-        raise BadFrame(errors.INVALID_COMMAND)
     seen = _seen
-    seen.undefined = False
+    seen[0] = False
     try:
         value = _unpackb(body, raw=False, strict_map_key=False, ext_hook=ext_hook)
     except Exception:
-        raise BadFrame(errors.INVALID_COMMAND_FORMAT) from None
+        # msgpackr reads the never-used byte 0xc1 as a value, so the reference answers "Invalid command".
+        raise BadFrame(errors.INVALID_COMMAND if body == b"\xc1" else errors.INVALID_COMMAND_FORMAT) from None
     if type(value) is not dict:
         raise BadFrame(errors.INVALID_COMMAND_FORMAT if value is None else errors.INVALID_COMMAND)
-    if seen.undefined:
+    if seen[0]:
         return without_undefined(value)
     return value
 

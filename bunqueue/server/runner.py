@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from bunqueue import errors
 from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
-from bunqueue.commands import HANDLERS, TIMED
+from bunqueue.commands import HANDLERS, TIMED, Handler
 from bunqueue.errors import BadFrame, CommandError
 from bunqueue.monitoring.counters import Histogram
 from bunqueue.monitoring.timing import run_timed
@@ -56,11 +56,25 @@ class CommandRunner:
         self.broker = broker
         self.store = store
         self.tokens = tokens
+        self.routes: dict[str, tuple[Handler, Histogram | None]] = {}
         self.handlers = HANDLERS
-        # The timed commands' latency histograms, by command name (see monitoring.timing).
-        self.histograms: dict[Any, Histogram] = {name: broker.counters.latency[kind] for name, kind in TIMED.items()}
+        # A memory-only store never makes a reply wait for a commit: no ticket to ask for.
+        self.persistent = store.persistent
         # Replies held until the commit that makes their change durable: ticket -> client -> replies.
         self.held: dict[asyncio.Future[str | None], dict[Client, list[Reply]]] = {}
+
+    @property
+    def handlers(self) -> dict[str, Handler]:
+        return {name: handler for name, (handler, _) in self.routes.items()}
+
+    @handlers.setter
+    def handlers(self, handlers: dict[str, Handler]) -> None:
+        # Each command's handler and, for a timed command, its latency histogram (see monitoring.timing):
+        # one lookup per request.
+        latency = self.broker.counters.latency
+        self.routes = {
+            name: (handler, latency[TIMED[name]] if name in TIMED else None) for name, handler in handlers.items()
+        }
 
     def new_session(self) -> Session:
         """A client connected (released with ``release``): Metrics counts it as an active connection."""
@@ -92,14 +106,14 @@ class CommandRunner:
         session = client.session
         name = request.get("cmd")
         # The usual case first: an allowed, authenticated request for a known command.
-        handler = self.handlers.get(name) if allowed and session.authenticated and type(name) is str else None
+        route = self.routes.get(name) if allowed and session.authenticated and type(name) is str else None
         # A reply dict, or an awaitable of one when the command waits.
         reply: Any
         try:
-            if handler is None:
+            if route is None:
                 reply = self.refuse(request, session, allowed)
             else:
-                histogram = self.histograms.get(name)
+                handler, histogram = route
                 if histogram is not None:
                     histogram.countdown -= 1
                     if not histogram.countdown:
@@ -118,6 +132,8 @@ class CommandRunner:
             return None
         if req_id is not None:
             reply["reqId"] = req_id
+        if not self.persistent:
+            return reply
         ticket = self.store.take_ticket()
         if ticket is None:
             return reply
@@ -128,11 +144,11 @@ class CommandRunner:
         """A command's own reply (a dict, or an awaitable of one), without reqId, timing or holding: for
         requests the server makes itself (the event streams' counts)."""
         name = request.get("cmd")
-        handler = self.handlers.get(name) if allowed and session.authenticated and type(name) is str else None
-        if handler is None:
+        route = self.routes.get(name) if allowed and session.authenticated and type(name) is str else None
+        if route is None:
             return self.refuse(request, session, allowed)
         try:
-            return handler(self.broker, request, session)
+            return route[0](self.broker, request, session)
         except CommandError as exc:
             return {"ok": False, "error": exc.message}
 
@@ -181,7 +197,7 @@ class CommandRunner:
             reply = {"ok": False, "error": errors.INTERNAL_ERROR}
         if req_id is not None:
             reply["reqId"] = req_id
-        ticket = self.store.take_ticket()
+        ticket = self.store.take_ticket() if self.persistent else None
         if ticket is not None:
             self.hold(ticket, reply, client)
         elif not client.closed:

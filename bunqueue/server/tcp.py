@@ -1,11 +1,11 @@
 """The TCP listener: length-prefixed frames in, length-prefixed replies out, and backpressure.
 
 One ``asyncio.Protocol`` per connection. Each frame goes to the ``CommandRunner`` as it is cut; replies
-that are ready at once are packed as they come and written in chunks, so a read burst of small replies
-costs one write. While the client does not read (the transport's buffer is above its high-water mark)
-frame handling and reading pause: a connection's memory stays bounded by the high-water mark plus one
-reply, however much the client pipelines. Frames beyond ``MAX_IN_FLIGHT`` waiting commands wait their
-turn in a backlog, and reading pauses too once that holds ``BACKLOG_LIMIT`` bytes.
+that are ready at once are packed together, up to ``PACK_BATCH`` at a time, so a read burst of small
+replies costs one packing call and one write. While the client does not read (the transport's buffer is
+above its high-water mark) frame handling and reading pause: a connection's memory stays bounded by the
+high-water mark plus one reply, however much the client pipelines. Frames beyond ``MAX_IN_FLIGHT`` waiting
+commands wait their turn in a backlog, and reading pauses too once that holds ``BACKLOG_LIMIT`` bytes.
 """
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 # Reading also stops while this much of a client's frames waits for its turn (MAX_IN_FLIGHT commands
 # waiting): a small backlog keeps reading, so a client that goes away is noticed at once.
 BACKLOG_LIMIT = 1024 * 1024
-# Packed replies are handed to the transport once they add up to this much, not only at the end of a read.
+# Replies ready at once are packed this many at a time, in one call...
+PACK_BATCH = 32
+# ...and handed to the transport once the packed ones add up to this much, not only at the end of a read.
 WRITE_CHUNK = 256 * 1024
 
 
@@ -57,7 +59,8 @@ class BrokerProtocol(asyncio.Protocol):
         self.backlog: deque[bytes] = deque()
         self.backlog_bytes = 0
         self.writing_paused = False
-        # Packed replies not yet handed to the transport, and their size.
+        # Replies ready but not yet packed (at most ``PACK_BATCH``), then packed ones not yet written.
+        self.ready: list[Reply] = []
         self.chunks: list[bytes] = []
         self.chunked = 0
         self.partial_timer: asyncio.TimerHandle | None = None
@@ -85,6 +88,7 @@ class BrokerProtocol(asyncio.Protocol):
         self.backlog.clear()
         self.backlog_bytes = 0
         self.outbox = []
+        self.ready.clear()
         self.runner.release(self)
         self.announce("client:disconnected")
 
@@ -111,44 +115,68 @@ class BrokerProtocol(asyncio.Protocol):
         try:
             frames = self.reader.feed(data)
         except FrameTooLarge as exc:
-            self.run_frames(exc.frames)
+            if self.backlog or self.must_wait():
+                self.postpone(exc.frames)
+            else:
+                self.run_frames(exc.frames)
             self.send([{"ok": False, "error": errors.frame_too_large(exc.length)}])
             if self.transport is not None:
                 self.transport.close()
             return
-        if self.backlog:
+        # ``must_wait``, inlined: this runs once for every read.
+        if self.backlog or self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed:
             self.postpone(frames)
         else:
             self.run_frames(frames)
-        self.watch_partial_frame()
+        if self.reader.buffered or self.partial_timer is not None:
+            self.watch_partial_frame()
 
     def run_frames(self, frames: list[bytes]) -> None:
-        """Handle frames in order until the connection must wait; keep the rest in the backlog."""
+        """Handle frames in order until the connection must wait; keep the rest in the backlog.
+
+        The caller has checked ``must_wait``; that changes only when a command waits or replies are written.
+        """
         runner = self.runner
         limiter = self.limiter
         allowed = len(frames) if limiter is None else limiter.allow_many(len(frames))
-        for i, body in enumerate(frames):
-            if self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed:
-                if limiter is not None and allowed > i:
-                    # Counted again when they run from the backlog.
-                    limiter.give_back(allowed - i)
-                self.postpone(frames[i:])
-                break
+        ready = self.ready
+        i = 0
+        for body in frames:
             reply = runner.run_frame(body, self, i < allowed)
-            if reply is not None:
-                self.queue(reply)
+            i += 1
+            if reply is None:
+                if self.must_wait():
+                    break
+            else:
+                ready.append(reply)
+                if len(ready) >= PACK_BATCH and self.pack_ready() and self.must_wait():
+                    break
+        else:
+            self.flush()
+            return
+        if limiter is not None and allowed > i:
+            # Counted again when they run from the backlog.
+            limiter.give_back(allowed - i)
+        self.postpone(frames[i:])
         self.flush()
+
+    def must_wait(self) -> bool:
+        """Frames wait while the client does not read, too many commands wait, or the connection is gone."""
+        return self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed
 
     def run_backlog(self) -> None:
         backlog = self.backlog
         runner = self.runner
         limiter = self.limiter
-        while backlog and not (self.writing_paused or len(self.tasks) >= MAX_IN_FLIGHT or self.closed):
+        ready = self.ready
+        while backlog and not self.must_wait():
             body = backlog.popleft()
             self.backlog_bytes -= len(body)
             reply = runner.run_frame(body, self, limiter is None or limiter.allow())
             if reply is not None:
-                self.queue(reply)
+                ready.append(reply)
+                if len(ready) >= PACK_BATCH:
+                    self.pack_ready()
         self.flush()
         self.throttle()
 
@@ -192,42 +220,62 @@ class BrokerProtocol(asyncio.Protocol):
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def unencodable(self, reply: Reply) -> bytes:
-        # A reply that cannot be encoded costs only itself: its client learns so under its reqId (always
-        # encodable: the runner refuses any other).
-        log.warning("a reply could not be encoded", exc_info=True)
-        return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
-
     def send(self, replies: list[Reply]) -> None:
-        for reply in replies:
-            self.queue(reply)
+        self.ready.extend(replies)
         self.flush()
 
-    def queue(self, reply: Reply) -> None:
-        """Pack a reply for the next write; write at once when the packed replies add up to a chunk."""
-        try:
-            data = self.packer.frame(reply)
-        except Exception:
-            data = self.unencodable(reply)
+    def pack_ready(self) -> bool:
+        """Pack the ready replies; write once the packed ones add up to ``WRITE_CHUNK``. True when it wrote
+        (the client may have stopped reading since)."""
+        data = self.pack(self.ready)
         self.chunks.append(data)
         self.chunked += len(data)
         if self.chunked >= WRITE_CHUNK:
             self.flush()
+            return True
+        return False
 
     def flush(self) -> None:
+        """Write every ready reply in one call."""
         chunks = self.chunks
-        if not chunks:
+        if chunks:
+            if self.ready:
+                chunks.append(self.pack(self.ready))
+            self.chunks = []
+            self.chunked = 0
+            data = b"".join(chunks)
+        elif self.ready:
+            # The usual case: the replies of one read, packed and written at once.
+            data = self.pack(self.ready)
+        else:
             return
-        self.chunks = []
-        self.chunked = 0
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        transport.write(data)
         limit = self.settings.tcp_max_write_queue_bytes
         if limit and transport.get_write_buffer_size() > limit:
             log.warning("closing a connection whose unsent replies exceed %d bytes", limit)
             transport.abort()
+
+    def pack(self, replies: list[Reply]) -> bytes:
+        """The frames of ``replies`` in one bytes object; the list is emptied in place (the frame loops
+        hold it)."""
+        try:
+            data = self.packer.frames(replies)
+        except Exception:
+            data = b"".join(map(self.pack_alone, replies))
+        replies.clear()
+        return data
+
+    def pack_alone(self, reply: Reply) -> bytes:
+        # A reply that cannot be encoded costs only itself: its client learns so under its reqId (always
+        # encodable: the runner refuses any other).
+        try:
+            return self.packer.frame(reply)
+        except Exception:
+            log.warning("a reply could not be encoded", exc_info=True)
+            return self.packer.frame(failed(reply, errors.REPLY_NOT_ENCODABLE))
 
     def watch_partial_frame(self) -> None:
         """Close a connection that leaves a frame half-sent for longer than the idle timeout."""

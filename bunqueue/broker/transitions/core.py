@@ -1,30 +1,6 @@
-"""Transitions: the only code that moves a job between states, tells the store and emits the event.
+"""The moves every transition shares: admission, activation, completion, requeueing and removal.
 
-::
-
-                         admit                   activate (PULL)
-       PUSH ─────────┬─────────────► READY ◄────────────────────┐ ──────────► ACTIVE
-                     │   run_at due    ▲  │ enqueue (now)       │              │ │ │
-                     ├──► DELAYED ─────┘  │                     │  requeue     │ │ │ complete
-                     │                    │                     └──────────────┘ │ └────────► COMPLETED
-                     └──► WAITING_CHILDREN (dependencies)       lose_attempt:    │              │ restart
-                            │ the last one completes            retry / requeue  │              ▼
-                            └──► enqueue                                         │           READY
-                                                                    fail_terminally
-                                                                     dead_letter │
-                                                                                 ▼
-                                                                  FAILED (DLQ) ──► restart ──► READY
-                                                                                 │
-                        remove (cancel, drain, clean, obliterate, ttl, DLQ expiry) ──► gone
-
-Every way out of ACTIVE goes through ``leave_active`` (lease, holder, counters, stall and timeout checks,
-the unique key, a concurrency slot). An attempt that does not end in an ACK is *lost* through one door,
-``lose_attempt``, whatever lost it: an explicit FAIL, a job timeout, an expired lease, a confirmed stall,
-or a restart that interrupted it. The causes differ only in what they charge and where the job goes; those
-differences are written once, in ``lose_attempt`` and its two halves.
-
-Every method runs to completion without yielding, so each transition is atomic with respect to every
-other command: the event loop is the lock.
+The state diagram is in the package docstring (``bunqueue.broker.transitions``).
 """
 from __future__ import annotations
 
@@ -32,10 +8,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from bunqueue import errors
 from bunqueue._core.admission import admit_ready
 from bunqueue._core.groups import GroupClaim
-from bunqueue._core.jobs import Job, JobFactory, wire_number
+from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import events, limits, states
 from bunqueue.broker.crons import is_spawned
@@ -48,36 +23,16 @@ from bunqueue.broker.groups import GroupControls
 from bunqueue.broker.queue import Queues, QueueState
 from bunqueue.broker.records import JobRecords, settle_waiters
 from bunqueue.broker.repeat import RepeatChain
-from bunqueue.broker.retry import retry_delay
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import StallDetector, max_stalls
+from bunqueue.broker.stalls import StallDetector
 from bunqueue.broker.timeouts import JobTimeouts
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store
 
-TIMELINE_CAP = 20
-# maxStalls for attempts a restart interrupted (the queue's stall settings are not consulted).
-DEFAULT_MAX_STALLS = 3
 QUEUED = (states.READY, states.DELAYED)
 
-# Why an attempt was lost (``lose_attempt``). The first two are failures the worker or its timeout
-# reported; the other three are stalls: the worker went silent, or the server did.
-FAILED = "fail"
-TIMED_OUT = "timeout"
-LEASE_EXPIRED = "lease"
-STALLED = "stall"
-INTERRUPTED = "restart"
-INTERRUPTED_ERROR = "Interrupted by a restart"
 
-
-def add_timeline(job: Job, entry: dict[str, Any]) -> None:
-    timeline = job.timeline
-    timeline.append(entry)
-    if len(timeline) > TIMELINE_CAP:
-        del timeline[0]
-
-
-class Transitions:
+class TransitionCore:
     def __init__(
         self,
         *,
@@ -280,7 +235,7 @@ class Transitions:
             job.state = states.WAITING_CHILDREN
             q.park(job.id)
         if job.timeline[-1]["state"] != states.WAITING_CHILDREN_NAME:
-            add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": self.clock()})
+            job.note({"state": states.WAITING_CHILDREN_NAME, "timestamp": self.clock()})
         self.deps.wait_for(job)
         self.store.job_changed(job)
 
@@ -288,7 +243,7 @@ class Transitions:
         """MoveToWaitingChildren: an active job waits for its unfinished children (``pending``)."""
         q = self.stop_running(job)
         job.state = states.WAITING_CHILDREN
-        add_timeline(job, {"state": states.WAITING_CHILDREN_NAME, "timestamp": now})
+        job.note({"state": states.WAITING_CHILDREN_NAME, "timestamp": now})
         q.park(job.id)
         job.pending_deps = pending
         self.deps.wait_for(job)
@@ -302,16 +257,6 @@ class Transitions:
         job.run_at = now
         self.enqueue(q, job, now)
         self.store.job_changed(job)
-
-    def fail_parent(self, job: Job, error: str, now: float) -> None:
-        """failParentOnFailure: a queued or waiting parent goes to the DLQ when its child failed for good."""
-        self.take_out(job)
-        if job.unique_key is not None:
-            self.keys.release(job)
-        self.record_failure(job, "unknown", error, now)
-        self.dead_letter(job, "unknown", error, now)
-        if self.events.wanted:
-            self.events.failed(job, error, True)
 
     # -- active ----------------------------------------------------------------------------------------
 
@@ -333,25 +278,35 @@ class Transitions:
         if q.paused:
             return [], tokens
         now = self.clock()
-        q.promote_due(now, self.jobs, states.READY)
+        due = q.delayed.peek_time()
+        if due is not None and due <= now:
+            q.promote_due(now, self.jobs, states.READY)
         if q.limits is not None:
             count = limits.admit(self.rate_wakeups, q, count, now)
         out: list[Job] = []
         jobs = self.jobs
+        ready = q.ready
         held = session.held if session is not None and (owner is not None or not detach) else None
         watch = q.stall_watch
         watch_was_empty = watch is not None and not watch
         alarms = self.alarms
         started: dict[str, Any] | None = None
         while len(out) < count:
-            job_id = q.pop_ready(now, claim)
+            # Most pulls name no group: the ungrouped heap first, without a call to learn that.
+            job_id = ready.pop() if claim is None else None
             if job_id is None:
-                if q.groups.retry_at:
-                    # Every lane with jobs is held back by a window or deadline: wake long-pollers then.
-                    self.groups.wait(q.name, q.groups.retry_at)
-                break
+                job_id = q.pop_ready(now, claim)
+                if job_id is None:
+                    if q.groups.retry_at:
+                        # Every lane with jobs is held back by a window or deadline: wake long-pollers then.
+                        self.groups.wait(q.name, q.groups.retry_at)
+                    break
             job = jobs[job_id]
-            q.took(job)
+            # QueueState.took, inlined: this runs once for every pulled job.
+            if job.priority > 0:
+                q.n_prioritized -= 1
+            else:
+                q.n_waiting -= 1
             ttl = job.ttl
             if ttl is not None and now > job.created_at + ttl:
                 # Past its ttl: dropped when a pull meets it, never delivered, no DLQ.
@@ -365,7 +320,7 @@ class Transitions:
             # One entry for every job of this pull: entries are never changed once made.
             if started is None:
                 started = {"state": states.ACTIVE_NAME, "timestamp": now}
-            add_timeline(job, started)
+            job.note(started)
             q.n_active += 1
             q.active[job_id] = None
             if job.stall_timeout is None:
@@ -480,7 +435,7 @@ class Transitions:
         else:
             job.state = states.COMPLETED
             job.completed_at = now
-            add_timeline(job, {"state": states.COMPLETED_NAME, "timestamp": now})
+            job.note({"state": states.COMPLETED_NAME, "timestamp": now})
             self.store.job_changed(job)
             if has_result:
                 records.results[job_id] = result
@@ -506,156 +461,6 @@ class Transitions:
         if job.children_ids and self.flows is not None:
             self.flows.forget_parent(job_id)
 
-    # -- lost attempts -------------------------------------------------------------------------------
-
-    def lose_attempt(
-        self,
-        job: Job,
-        cause: str,
-        now: float,
-        error: Any = None,
-        stack: Any = None,
-        unrecoverable: bool = False,
-        remove: bool = False,
-    ) -> None:
-        """An attempt that will not be ACKed: charged, then retried or failed terminally (the DLQ).
-
-        ``cause`` is FAILED (``error``, ``stack``, ``unrecoverable`` and ``remove`` come from the FAIL),
-        TIMED_OUT, LEASE_EXPIRED, STALLED or INTERRUPTED (the job was active when the server stopped; it
-        is no longer in its queue's active set).
-        """
-        q = self.queues.of(job.queue) if cause is INTERRUPTED else self.leave_active(job)
-        if cause is not FAILED and cause is not TIMED_OUT and is_spawned(job):
-            self.drop_spawned(job)
-            return
-        job.attempts += 1
-        if cause is FAILED or cause is TIMED_OUT:
-            self._failed_attempt(q, job, cause, now, error, stack, unrecoverable, remove)
-        else:
-            self._stalled_attempt(q, job, cause, now)
-
-    def _failed_attempt(
-        self, q: QueueState, job: Job, cause: str, now: float, error: Any, stack: Any, unrecoverable: bool,
-        remove: bool,
-    ) -> None:
-        """A reported failure: recorded, then retried with backoff unless it was the last attempt."""
-        attempts = job.attempts
-        if stack is not None:
-            job.stacktrace = _cap_stack(stack, job.stack_trace_limit)
-        terminal = unrecoverable or attempts >= job.max_attempts
-        if cause is TIMED_OUT:
-            reason = "timeout"
-        else:
-            reason = "max_attempts_exceeded" if terminal else "explicit_fail"
-        self.record_failure(job, reason, error, now)
-        entry: dict[str, Any] = {"state": states.FAILED_NAME, "timestamp": now}
-        if error is not None:
-            entry["error"] = error
-        entry["attempt"] = attempts
-        add_timeline(job, entry)
-        if terminal:
-            self.fail_terminally(job, reason, error, now, remove)
-        else:
-            self.retry(q, job, now)
-            self.counters.on_failed(job.queue, now, False)
-        if self.events.wanted:
-            self.events.failed(job, error, terminal)
-
-    def _stalled_attempt(self, q: QueueState, job: Job, cause: str, now: float) -> None:
-        """A silent worker (or server): a stall is charged too; the DLQ when attempts or stalls run out.
-
-        An expired lease goes back at once (no backoff) and a queue's maxStalls of 0 means no limit for
-        it; a confirmed stall and an interrupted attempt wait their backoff.
-        """
-        job.stall_count += 1
-        attempts_out = job.attempts >= job.max_attempts
-        if cause is LEASE_EXPIRED:
-            cap = max_stalls(q)
-            to_dlq = attempts_out or (cap > 0 and job.stall_count >= cap)
-        elif cause is STALLED:
-            to_dlq = attempts_out or job.stall_count >= max_stalls(q)
-        else:
-            to_dlq = attempts_out or job.stall_count >= DEFAULT_MAX_STALLS
-        if cause is not INTERRUPTED:
-            job.last_heartbeat = now
-            if self.events.wanted:
-                self.events.stalled(job, to_dlq)
-        if to_dlq:
-            reason = "max_attempts_exceeded" if attempts_out else "stalled"
-            error = _stall_error(job, cause, attempts_out)
-            job.started_at = math.nan
-            if cause is INTERRUPTED:
-                self.record_failure(job, reason, error, now)
-            self.fail_terminally(job, reason, error, now, False)
-        elif cause is LEASE_EXPIRED:
-            self.record_failure(job, "stalled", errors.LOCK_EXPIRED, now)
-            job.started_at = math.nan
-            self.requeue(q, job, job.run_at, now)
-        elif cause is STALLED:
-            self.record_failure(job, "stalled", errors.STALLED, now)
-            job.started_at = math.nan
-            add_timeline(job, {"state": states.FAILED_NAME, "timestamp": now, "error": errors.STALLED,
-                               "attempt": job.attempts})
-            self.retry(q, job, now)
-        else:
-            job.started_at = math.nan
-            self.requeue(q, job, now + retry_delay(job.backoff, job.backoff_config, job.attempts), now)
-
-    def retry(self, q: QueueState, job: Job, now: float) -> None:
-        """Back to waiting after a lost attempt, with backoff."""
-        attempts = job.attempts
-        # The attempt's start time goes, as in the reference (GetJob shows null).
-        job.started_at = math.nan
-        add_timeline(job, {"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
-        self.requeue(q, job, now + retry_delay(job.backoff, job.backoff_config, attempts), now)
-
-    def record_failure(self, job: Job, reason: str, error: Any, now: float) -> None:
-        """One entry of the job's failure history (its DLQ entry's ``attempts``)."""
-        started = None if math.isnan(job.started_at) else job.started_at
-        self.records.failures.setdefault(job.id, []).append(
-            {
-                "attempt": job.attempts,
-                # A job that never ran (a discarded waiting job) reports its creation time.
-                "startedAt": job.created_at if started is None else started,
-                "failedAt": now,
-                "reason": reason,
-                "error": error,
-                "duration": wire_number(now - started) if started is not None else 0,
-            }
-        )
-
-    def fail_terminally(self, job: Job, reason: str, error: Any, now: float, remove: bool) -> None:
-        if job.unique_key is not None:
-            self.keys.release(job)
-        self.counters.on_failed(job.queue, now, True)
-        if remove or job.remove_on_fail:
-            self.records.delete(job)
-        else:
-            self.dead_letter(job, reason, error, now)
-        if self.flows is not None:
-            if job.parent_id is not None:
-                self.flows.child_failed(job, error, now)
-            if job.children_ids:
-                self.flows.forget_parent(job.id)
-
-    # -- the DLQ -------------------------------------------------------------------------------------
-
-    def dead_letter(self, job: Job, reason: str, error: Any, now: float) -> None:
-        """File a job in its queue's DLQ; the oldest entries beyond maxEntries are deleted."""
-        job.state = states.FAILED
-        entry, evicted = self.dlq.add(job, reason, error, self.records.failures.pop(job.id, []), now)
-        self.store.job_changed(job)
-        self.store.dlq_changed(job.queue, entry)
-        self.drop_dead_letters(job.queue, evicted)
-
-    def drop_dead_letters(self, queue: str, job_ids: list[str]) -> None:
-        """Delete jobs whose entries already left the DLQ (evicted, expired, purged, cleaned)."""
-        for job_id in job_ids:
-            self.store.dlq_removed(queue, job_id)
-            dropped = self.jobs.get(job_id)
-            if dropped is not None:
-                self.records.delete(dropped)
-
     def restart(self, job: Job, now: float) -> None:
         """A finished job (DLQ, completed) begins again from waiting: fresh attempts, its identity
         claimed anew."""
@@ -664,7 +469,7 @@ class Transitions:
         job.started_at = math.nan
         job.run_at = now
         job.last_heartbeat = now
-        add_timeline(job, {"state": states.WAITING, "timestamp": now})
+        job.note({"state": states.WAITING, "timestamp": now})
         if job.unique_key is not None:
             self.keys.take(job, now)
         self.enqueue(self.queues.of(job.queue), job, now)
@@ -705,48 +510,3 @@ class Transitions:
             self.dlq.remove(job.queue, job.id)
             self.store.dlq_removed(job.queue, job.id)
         self.records.delete(job)
-
-    # -- deadlines -----------------------------------------------------------------------------------
-
-    def expire_leases(self, now: float) -> float | None:
-        """Active jobs whose lease ran out lose their attempt; the next lease deadline."""
-        jobs = self.jobs
-        for job_id in self.leases.pop_expired(now):
-            job = jobs.get(job_id)
-            if job is not None and job.state == states.ACTIVE:
-                self.lose_attempt(job, LEASE_EXPIRED, now)
-        return self.leases.next_deadline()
-
-    def expire_timeouts(self, now: float) -> float | None:
-        for job in self.timeouts.due(now):
-            if job.state == states.ACTIVE:
-                self.lose_attempt(job, TIMED_OUT, now, errors.JOB_TIMEOUT_EXCEEDED)
-        return self.timeouts.deadlines.peek_time()
-
-    def expire_stalls(self, now: float) -> float | None:
-        for job in self.stalls.due(now):
-            if job.state == states.ACTIVE:
-                self.lose_attempt(job, STALLED, now)
-        return self.stalls.next_check()
-
-
-def _stall_error(job: Job, cause: str, attempts_out: bool) -> str:
-    """The DLQ error of a stall that ran out of attempts or stalls."""
-    if cause is LEASE_EXPIRED:
-        return errors.lock_expired_at_max_attempts(job.max_attempts) if attempts_out else errors.LOCK_EXPIRED
-    if cause is STALLED:
-        return (
-            errors.stalled_at_max_attempts(job.max_attempts) if attempts_out
-            else errors.stalled_times(job.stall_count)
-        )
-    return INTERRUPTED_ERROR
-
-
-def _cap_stack(stack: Any, limit: Any) -> list[str] | None:
-    if type(stack) is not list:
-        return None
-    lines = [line for line in stack[:100] if type(line) is str]
-    cap = int(limit) if limit is not None else 10
-    if cap <= 0:
-        return None
-    return lines[:cap]
