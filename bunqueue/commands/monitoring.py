@@ -11,7 +11,7 @@ from bunqueue.broker.broker import Broker
 from bunqueue.broker.session import Session
 from bunqueue.commands.queries import _counts
 from bunqueue.errors import CommandError
-from bunqueue.monitoring import compaction, dashboard, prometheus
+from bunqueue.monitoring import compaction, dashboard
 from bunqueue.monitoring.counters import MinuteSeries
 from bunqueue.monitoring.snapshot import MIB, process_memory, storage_size_bytes, totals
 
@@ -103,6 +103,9 @@ def handle_trim_events(broker: Broker, cmd: dict[str, Any], session: Session) ->
 
 
 def handle_prometheus(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    # prometheus_client is loaded by the first scrape: a broker nobody scrapes does not carry it.
+    from bunqueue.monitoring import prometheus
+
     return {"ok": True, "data": {"metrics": prometheus.render(broker, broker.counters.max_prometheus_queues)}}
 
 

@@ -20,18 +20,15 @@ import hashlib
 import hmac
 import json
 import logging
-import socket
 import threading
 import time
-from typing import Any
-
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
+from typing import TYPE_CHECKING, Any
 
 from bunqueue.broker.clock import now_ms
-from bunqueue.monitoring.webhook_urls import address_error
 from bunqueue.monitoring.webhooks import EventRecord, Webhook, WebhookRegistry, payload_of
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = logging.getLogger("bunqueue.webhooks")
 
@@ -70,26 +67,6 @@ def new_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-class PublicResolver(AbstractResolver):
-    """Resolves names as usual but refuses addresses the URL rules refuse, so a name that resolves to a
-    private or loopback address (DNS rebinding) cannot reach one. Used unless private addresses are
-    allowed."""
-
-    def __init__(self) -> None:
-        self.inner = DefaultResolver()
-
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-                      ) -> list[ResolveResult]:
-        results = await self.inner.resolve(host, port, family)
-        allowed = [r for r in results if address_error(r["host"]) is None]
-        if not allowed:
-            raise OSError(f"{host} resolves only to addresses webhooks may not reach")
-        return allowed
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
 class WebhookDelivery:
     """Owns the delivery thread. ``wake`` and ``close`` are called on the broker's loop; everything else
     runs on the thread's loop."""
@@ -109,6 +86,8 @@ class WebhookDelivery:
         self.retry_delay = retry_delay_ms / 1000
         self.concurrency = max(1, concurrency)
         self.closed = False
+        # What a failed POST may raise (set with the HTTP client, see ``_main``).
+        self.send_errors: tuple[type[BaseException], ...] = ()
         # Started with the first event, so a server without webhooks runs no thread.
         self.thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -168,7 +147,12 @@ class WebhookDelivery:
         self.work.set()
 
     async def _main(self) -> None:
-        session = self._new_session()
+        # The HTTP client is loaded with the thread, by the first event: a broker without webhooks does
+        # not carry it.
+        from bunqueue.server import webhook_client
+
+        self.send_errors = webhook_client.SEND_ERRORS
+        session = webhook_client.new_session(self.timeout_s, self.registry.allow_private)
         try:
             while True:
                 if not self.active:
@@ -265,17 +249,7 @@ class WebhookDelivery:
                         hook.last_triggered = now_ms()
                         return
                     last_error = f"HTTP {resp.status}"
-            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            except self.send_errors as exc:
                 last_error = str(exc) or type(exc).__name__
         hook.failure_count += 1
         log.debug("webhook %s: delivery failed after %d attempts: %s", hook.id, self.max_attempts, last_error)
-
-    def _new_session(self) -> aiohttp.ClientSession:
-        resolver = None if self.registry.allow_private else PublicResolver()
-        return aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=60, resolver=resolver),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            skip_auto_headers=("User-Agent",),
-            headers={"User-Agent": "bunqueue-webhook"},
-        )

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from bunqueue.server.webhooks import PublicResolver, encode_payload, signature
+from bunqueue.server.webhook_client import PublicResolver
+from bunqueue.server.webhooks import encode_payload, signature
 
 
 class StubResolver:
