@@ -112,6 +112,14 @@ class EventHub:
         if hooks:
             self.webhooks.offer(event_type, queue, job_id, now, fields)
 
+    def emit_many(self, queue: str, event_type: str, job_ids: list[str]) -> None:
+        """``emit`` for each of ``job_ids`` with no other field, at one time: a batch's admission."""
+        if self.by_queue.get(queue) or self.taps:
+            for job_id in job_ids:
+                self.emit(queue, event_type, job_id)
+        elif self.webhooks.enabled_count > 0:
+            self.webhooks.offer_many(event_type, queue, job_ids, self.clock())
+
     def stalled(self, job: Job, to_dlq: bool) -> None:
         """A lost attempt (stall or expired lease), with what became of the job, as the reference says it."""
         action = "move_to_dlq" if to_dlq else "retry"

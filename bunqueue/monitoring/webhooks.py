@@ -34,6 +34,8 @@ DEFAULT_OUTBOX_LIMIT = 10_000
 
 # What the broker appends to an outbox: (event type, queue, job id, timestamp, extra fields).
 EventRecord = tuple[str, str, str, float, dict[str, Any]]
+# The fields of every event that has none (a batch's `pushed`): shared, so never written to.
+NO_FIELDS: dict[str, Any] = {}
 
 
 def payload_of(record: EventRecord) -> dict[str, Any]:
@@ -202,11 +204,7 @@ class WebhookRegistry:
 
     def offer(self, event_type: str, queue: str, job_id: str, timestamp: float, fields: dict[str, Any]) -> None:
         """Queue an event for every enabled webhook that wants it (``fields`` as subscribers get them)."""
-        hooks = self.everywhere.get(event_type, ())
-        if self.per_queue:
-            here = self.per_queue.get((event_type, queue))
-            if here:
-                hooks += here
+        hooks = self.wanting(event_type, queue)
         if not hooks:
             return
         record = (event_type, queue, job_id, timestamp, fields)
@@ -221,3 +219,33 @@ class WebhookRegistry:
         if self.idle:
             self.idle = False
             self.wake()
+
+    def offer_many(self, event_type: str, queue: str, job_ids: list[str], timestamp: float) -> None:
+        """``offer`` for each of ``job_ids``, with no other field; an outbox takes what fits."""
+        hooks = self.wanting(event_type, queue)
+        if not hooks or not job_ids:
+            return
+        records = [(event_type, queue, job_id, timestamp, NO_FIELDS) for job_id in job_ids]
+        limit = self.outbox_limit
+        for hook in hooks:
+            outbox = hook.outbox
+            room = limit - len(outbox)
+            if room >= len(records):
+                outbox.extend(records)
+            else:
+                room = max(room, 0)
+                outbox.extend(records[:room])
+                hook.dropped += len(records) - room
+        self.offered += len(records)
+        if self.idle:
+            self.idle = False
+            self.wake()
+
+    def wanting(self, event_type: str, queue: str) -> tuple[Webhook, ...]:
+        """The enabled webhooks that want ``event_type`` events of ``queue``."""
+        hooks = self.everywhere.get(event_type, ())
+        if self.per_queue:
+            here = self.per_queue.get((event_type, queue))
+            if here:
+                hooks += here
+        return hooks

@@ -59,6 +59,23 @@ def test_the_outbox_is_bounded_and_what_does_not_fit_is_counted() -> None:
     assert [r[2] for r in a.outbox] == ["1", "2", "10"] and a.dropped == 7
 
 
+def test_a_batch_is_offered_as_its_events_one_by_one_would_be() -> None:
+    every, only_q, only_done = hook("every"), hook("q", queue="q"), hook("done", ["job.completed"])
+    one_by_one = [hook("every"), hook("q", queue="q"), hook("done", ["job.completed"])]
+    registry, wakes = registry_with(every, only_q, only_done, limit=4)
+    reference, _ = registry_with(*one_by_one, limit=4)
+    for queue, ids in (("q", ["1", "2", "3"]), ("other", ["4", "5"]), ("q", [])):
+        registry.offer_many("pushed", queue, ids, 5.0)
+        for job_id in ids:
+            reference.offer("pushed", queue, job_id, 5.0, {})
+    for batched, single in zip((every, only_q, only_done), one_by_one, strict=True):
+        assert list(batched.outbox) == list(single.outbox)
+        assert batched.dropped == single.dropped
+    assert [r[2] for r in every.outbox] == ["1", "2", "3", "4"] and every.dropped == 1
+    assert registry.offered == reference.offered == 5
+    assert len(wakes) == 1
+
+
 def test_the_delivery_side_is_woken_only_when_it_said_it_was_idle() -> None:
     registry, wakes = registry_with(hook("a"))
     for i in range(5):

@@ -147,8 +147,7 @@ class TransitionCore:
         Runs of plain jobs (ready at once; no custom id, unique key, dependencies or group) are queued by
         one compiled loop and share their first timeline entry; any other job takes ``admit``.
         """
-        if self.events.wanted:
-            return [self.admit(job, now, q) for job in jobs]
+        hub = self.events
         ids: list[str] = []
         waiting = {"state": states.WAITING, "timestamp": now}
         prioritized = {"state": states.PRIORITIZED, "timestamp": now}
@@ -164,6 +163,8 @@ class TransitionCore:
                 q.n_prioritized += n_prioritized
                 q.n_waiting += admitted - n_prioritized
                 self.counters.pushed += admitted
+                if hub.wanted:
+                    hub.emit_many(q.name, events.PUSHED, ids[len(ids) - admitted:])
                 if q.waiters:
                     q.wake(admitted)
             if stop < end:
