@@ -144,6 +144,9 @@ class WebhookRegistry:
         self.offered = 0
         self.idle = True
         self.wake: Callable[[], None] = _no_wake
+        # Called when the first webhook is registered: the delivery side gets ready (its thread, its HTTP
+        # client) then rather than with the first event, which may come in the middle of a burst.
+        self.prepare: Callable[[], None] = _no_wake
         self._index()
 
     def validate(self, url: Any, events: Any) -> None:
@@ -161,6 +164,8 @@ class WebhookRegistry:
         if hook.enabled:
             self.enabled_count += 1
         self._index()
+        if len(self.hooks) == 1:
+            self.prepare()
 
     def remove(self, hook_id: Any) -> Webhook | None:
         hook = self.hooks.pop(hook_id, None) if type(hook_id) is str else None

@@ -88,7 +88,7 @@ class WebhookDelivery:
         self.closed = False
         # What a failed POST may raise (set with the HTTP client, see ``_main``).
         self.send_errors: tuple[type[BaseException], ...] = ()
-        # Started with the first event, so a server without webhooks runs no thread.
+        # Started with the first webhook, so a server without webhooks runs no thread.
         self.thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.work = asyncio.Event()
@@ -107,16 +107,23 @@ class WebhookDelivery:
         self.deferred_at = 0.0
         self.slice_end = 0.0
         registry.wake = self.wake
+        registry.prepare = self.prepare
 
     # -- broker side ---------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Start the delivery thread (it loads its HTTP client and waits for events)."""
+        if self.closed or self.loop is not None:
+            return
+        self.loop = new_loop()
+        self.thread = threading.Thread(target=self._run, name="bunqueue-webhooks", daemon=True)
+        self.thread.start()
 
     def wake(self) -> None:
         if self.closed:
             return
         if self.loop is None:
-            self.loop = new_loop()
-            self.thread = threading.Thread(target=self._run, name="bunqueue-webhooks", daemon=True)
-            self.thread.start()
+            self.prepare()
         else:
             self.loop.call_soon_threadsafe(self.work.set)
 
