@@ -30,14 +30,14 @@ def build_batch(JobFactory factory, list items, str queue, double now, bint chec
 
 def needing_checks(list jobs):
     """Positions of the jobs a batch checks against the broker before admitting any: those with a custom
-    id, a unique key, dependencies, a repeat or a group."""
+    id, a unique key, dependencies, a repeat, a group or a parent."""
     cdef list out = []
     cdef Py_ssize_t i
     cdef Job job
     for i in range(len(jobs)):
         job = <Job?>jobs[i]
         if (job.custom_id is not None or job.unique_key is not None or job.pending_deps is not None
-                or job.repeat is not None or job.group_id is not None):
+                or job.repeat is not None or job.group_id is not None or job.parent_id is not None):
             out.append(i)
     return out
 

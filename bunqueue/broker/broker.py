@@ -173,10 +173,6 @@ class Broker:
         now = self.clock()
         jobs = build_batch(self.factory, items, queue, now, check_size)
         positions = needing_checks(jobs)
-        # Jobs that join an existing parent (Queue.add with a parent) are checked too.
-        parented = [i for i, job in enumerate(jobs) if job.parent_id is not None]
-        if parented:
-            positions = sorted(set(positions).union(parented))
         parents = self._check_batch(items, jobs, positions, now) if positions else {}
         counters = self.counters
         before = counters.pushed

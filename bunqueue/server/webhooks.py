@@ -37,8 +37,11 @@ BUSY_RATE = 1000
 MAX_DEFER_S = 1.0
 SLICE_S = 0.1
 # How often, while deliveries run or wait, the thread measures the broker's event rate and looks for
-# webhooks that got events.
+# webhooks that got events...
 POLL_S = 0.01
+# ...and how often while it waits out a burst: each look takes the interpreter lock from the broker, and
+# on a busy machine the broker may then wait a scheduler time slice to get it back.
+BURST_POLL_S = 0.1
 # Longest wait at shutdown for the outboxes to empty.
 DRAIN_LIMIT_MS = 5000
 
@@ -170,7 +173,7 @@ class WebhookDelivery:
                 if self.stop_at is not None and (not self.active or time.monotonic() >= self.stop_at):
                     break
                 if self.active:
-                    await asyncio.sleep(POLL_S)
+                    await asyncio.sleep(POLL_S if self.go.is_set() else BURST_POLL_S)
                 else:
                     await self.work.wait()
                     # Measure the event rate before the first delivery: a burst is waited out from its start.

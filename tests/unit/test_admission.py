@@ -57,9 +57,9 @@ def test_needing_checks_lists_jobs_with_broker_checks() -> None:
     jobs = build([
         {"name": "plain"}, {"name": "c", "customId": "x"}, {"name": "u", "uniqueKey": "k"},
         {"name": "d", "dependsOn": ["x"]}, {"name": "r", "repeat": {"every": 1000}}, {"name": "g", "groupId": "g"},
-        {"name": "p", "priority": 3, "delay": 10, "lifo": True},
+        {"name": "p", "priority": 3, "delay": 10, "lifo": True}, {"name": "child", "parentId": "parent"},
     ])
-    assert needing_checks(jobs) == [1, 2, 3, 4, 5]
+    assert needing_checks(jobs) == [1, 2, 3, 4, 5, 7]
 
 
 def admit(jobs: list[Job], start: int = 0) -> tuple[tuple[int, int], dict[str, Job], ReadyQueue, list[str]]:
