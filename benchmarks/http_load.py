@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.load import (
+from benchmarks.workloads import (
     DEFAULT_DATA_BYTES,
     DEFAULT_JOBS,
     JOB_NAME,

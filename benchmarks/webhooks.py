@@ -8,7 +8,7 @@ of its own, answering 200 at once). After a warm-up of ``WARMUP_JOBS`` (with web
 deliveries arrived), the PUSHB 100 phase (4 connections, 4 batches in flight each) is timed; then the
 script waits until the receiver has counted one delivery per pushed job per webhook and reads
 ListWebhooks for successes, failures and drops. The outbox bound (WEBHOOK_QUEUE_SIZE) is set to the job
-count so a whole run fits: what is measured is the cost of queueing and sending, not of dropping.
+count (warm-up included) so a whole run fits: what is measured is the cost of queueing and sending, not of dropping.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import time
 import urllib.request
 from typing import Any
 
-from benchmarks.load import _connect_many, _measure, _push_batches, job_data
+from benchmarks.workloads import _connect_many, _measure, _push_batches, job_data
 from bunqueue._testbase.server import ServerProcess, free_port
 from bunqueue.client import connect
 
@@ -71,7 +71,7 @@ async def one_run(jobs: int, hooks: int, receiver_port: int) -> dict[str, Any]:
     env = {
         "RATE_LIMIT_MAX_REQUESTS": "0",
         "WEBHOOK_ALLOW_PRIVATE": "true",
-        "WEBHOOK_QUEUE_SIZE": str(jobs),
+        "WEBHOOK_QUEUE_SIZE": str(jobs + WARMUP_JOBS),
         "LOG_LEVEL": "error",
     }
     proc = ServerProcess(env=env).start()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.http_load import HTTP_WORKLOADS
-from benchmarks.load import WORKLOADS
+from benchmarks.workloads import WORKLOADS
 
 from .baseline import ensure_baseline
 from .install import BunInstall, InstallError, ensure_bun

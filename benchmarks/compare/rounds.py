@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.http_load import HTTP_WORKLOADS
-from benchmarks.load import run_workload, server_info
+from benchmarks.workloads import run_workload, server_info
 
 from .machine import source_fingerprint
 from .servers import Launcher, Server, ServerUnavailable, pinned, started
