@@ -4,7 +4,7 @@ One ``asyncio.Protocol`` per connection. Each frame goes to the ``CommandRunner`
 that are ready at once are packed together, up to ``PACK_BATCH`` at a time, so a read burst of small
 replies costs one packing call and one write. While the client does not read (the transport's buffer is
 above its high-water mark) frame handling and reading pause: a connection's memory stays bounded by the
-high-water mark plus one reply, however much the client pipelines. Frames beyond ``MAX_IN_FLIGHT`` waiting
+high-water mark plus one batch of replies, however much the client pipelines. Frames beyond ``MAX_IN_FLIGHT`` waiting
 commands wait their turn in a backlog, and reading pauses too once that holds ``BACKLOG_LIMIT`` bytes.
 """
 from __future__ import annotations
@@ -31,8 +31,9 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 # Reading also stops while this much of a client's frames waits for its turn (MAX_IN_FLIGHT commands
 # waiting): a small backlog keeps reading, so a client that goes away is noticed at once.
 BACKLOG_LIMIT = 1024 * 1024
-# Replies ready at once are packed this many at a time, in one call...
-PACK_BATCH = 32
+# Replies ready at once are packed this many at a time, in one call (few enough that the replies packed
+# before the client's backpressure is seen stay small, even when each is a PULLB of a thousand jobs)...
+PACK_BATCH = 8
 # ...and handed to the transport once the packed ones add up to this much, not only at the end of a read.
 WRITE_CHUNK = 256 * 1024
 
