@@ -36,9 +36,7 @@ def handle_pushb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
 def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, GroupClaim | None]:
     queue = validate_queue_name(cmd.get("queue"))
     timeout = options.strict_number(cmd, "timeout", 0.0, 0, options.MAX_PULL_TIMEOUT)
-    owner = cmd.get("owner")
-    if owner is not None and type(owner) is not str:
-        owner = options.optional_string(cmd, "owner")
+    owner = options.optional_string(cmd, "owner")
     lock_ttl = options.lock_ttl(cmd) if owner is not None else options.DEFAULT_LOCK_TTL
     # Most pulls name no group: no call to learn that.
     claim = None if cmd.get("group") is None else options.group_claim(cmd)
