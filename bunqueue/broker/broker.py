@@ -157,13 +157,9 @@ class Broker:
         if job.unique_key is not None:
             self.keys.preflight(job, now, self.deps.dependents)
         parent = self.flows.parent_of_push(job) if job.parent_id is not None else None
-        counters = self.counters
-        before = counters.pushed
         job_id = self._admit(job, now)
-        if counters.pushed != before:
-            counters.queue(queue).events += 1
-            if parent is not None:
-                self.flows.adopt(parent, job_id, False)
+        if parent is not None and self.jobs.get(job_id) is job:
+            self.flows.adopt(parent, job_id, False)
         return job_id
 
     def push_many(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
@@ -174,11 +170,7 @@ class Broker:
         jobs = build_batch(self.factory, items, queue, now, check_size)
         positions = needing_checks(jobs)
         parents = self._check_batch(items, jobs, positions, now) if positions else {}
-        counters = self.counters
-        before = counters.pushed
         ids = self.transitions.admit_batch(jobs, now, self.queues.of(queue))
-        # One journal count per batch: admission counts the jobs, the queue's share is the difference.
-        counters.queue(queue).events += counters.pushed - before
         for i, parent in parents.items():
             if self.jobs.get(ids[i]) is jobs[i]:
                 self.flows.adopt(parent, ids[i], False)

@@ -68,11 +68,9 @@ def publish_graph(broker: Broker, jobs: list[Job]) -> None:
     """Every member becomes visible at once (within one turn of the loop)."""
     publish = broker.transitions.publish_member
     reserved = broker.flows.reserved
-    counters = broker.counters
     for job in jobs:
         reserved.discard(job.id)
         publish(job)
-        counters.queue(job.queue).events += 1
 
 
 def abandon_graph(broker: Broker, jobs: list[Job]) -> None:

@@ -235,7 +235,8 @@ class Counters:
 
     def on_pushed(self, queue: str, n: int = 1) -> None:
         self.pushed += n
-        self.queue(queue).events += n
+        qc = self.queues.get(queue) or self.queue(queue)
+        qc.events += n
 
     def on_pulled(self, queue: str, n: int) -> None:
         self.pulled += n

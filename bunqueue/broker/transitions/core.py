@@ -136,7 +136,7 @@ class TransitionCore:
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
         self.store.job_added(job)
-        self.counters.pushed += 1
+        self.counters.on_pushed(job.queue)
         if self.events.wanted:
             self.events.emit(job.queue, events.PUSHED, job.id)
         return job.id
@@ -162,7 +162,7 @@ class TransitionCore:
             if admitted:
                 q.n_prioritized += n_prioritized
                 q.n_waiting += admitted - n_prioritized
-                self.counters.pushed += admitted
+                self.counters.on_pushed(q.name, admitted)
                 if hub.wanted:
                     hub.emit_many(q.name, events.PUSHED, ids[len(ids) - admitted:])
                 if q.waiters:
@@ -224,7 +224,7 @@ class TransitionCore:
             q.add_ready(job)
             if q.waiters:
                 q.wake(1)
-        self.counters.pushed += 1
+        self.counters.on_pushed(job.queue)
         if self.events.wanted:
             self.events.emit(job.queue, events.PUSHED, job.id)
 
