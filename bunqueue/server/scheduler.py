@@ -16,7 +16,7 @@ from bunqueue.broker.deadlines import Handler
 log = logging.getLogger("bunqueue.scheduler")
 
 # Longer waits are taken in steps of this many ms (a far-off deadline would overflow the loop's timer);
-# firing early only finds nothing due and re-arms.
+# a step that ends before the deadline re-arms for the rest.
 MAX_STEP_MS = 2**31 - 1
 # A handler that failed runs again this much later, so one bad entry neither stops its kind nor spins.
 RETRY_AFTER_MS = 1000.0
@@ -46,8 +46,13 @@ class DeadlineScheduler:
         self.armed[kind] = (when, self.loop.call_later(delay / 1000.0, self.fire, kind))
 
     def fire(self, kind: str) -> None:
-        self.armed.pop(kind, None)
+        armed = self.armed.pop(kind, None)
         now = now_ms()
+        if armed is not None and now < armed[0]:
+            # The loop's clock is cached per iteration and is not the wall clock deadlines are kept in,
+            # so a timer can fire a millisecond early: wait out the rest instead of settling nothing.
+            self.arm(kind, armed[0])
+            return
         try:
             following = self.handlers[kind](now)
         except Exception:
