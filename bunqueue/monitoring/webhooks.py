@@ -1,17 +1,19 @@
 """Webhook registrations and their outboxes. No I/O: the server's delivery thread drains the outboxes.
 
-An event reaches a webhook as one small tuple appended to that webhook's outbox: the broker builds no
-payload, body or task per event. The outbox is bounded so that a slow or dead receiver cannot grow memory
-without bound: once ``outbox_limit`` events wait, new ones are dropped and counted (besides those, at most
-the delivery's concurrency per webhook are in flight).
+An event reaches a webhook as one small tuple appended to that webhook's outbox, and a batch's events
+(PUSHB's ``pushed``) as one tuple for the whole run: the broker builds no payload, body or task per event,
+and no object per event of a batch. The outbox is bounded in events, so that a slow or dead receiver
+cannot grow memory without bound: once ``outbox_limit`` events wait, new ones are dropped and counted
+(besides those, at most the delivery's concurrency per webhook are in flight).
 
-Two threads share a webhook: the broker's loop appends and counts ``dropped``; the delivery thread pops
-and counts ``success_count`` and ``failure_count``. Each counter has one writer, so none needs a lock.
+Two threads share a webhook: the broker's loop appends, counts what it added and ``dropped``; the
+delivery thread takes, counts what it took, ``success_count`` and ``failure_count``. Each counter has one
+writer, so none needs a lock.
 """
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from bunqueue import errors
@@ -32,8 +34,10 @@ PAYLOAD_FIELDS = ("data", "error", "progress")
 DEFAULT_OUTBOX_LIMIT = 10_000
 
 
-# What the broker appends to an outbox: (event type, queue, job id, timestamp, extra fields).
+# One event as the delivery thread takes it: (event type, queue, job id, timestamp, extra fields).
 EventRecord = tuple[str, str, str, float, dict[str, Any]]
+# What the broker appends to an outbox: the same, with the ids of every job the event happened to at once.
+EventRun = tuple[str, str, Sequence[str], float, dict[str, Any]]
 # The fields of every event that has none (a batch's `pushed`): shared, so never written to.
 NO_FIELDS: dict[str, Any] = {}
 
@@ -47,6 +51,59 @@ def payload_of(record: EventRecord) -> dict[str, Any]:
         if key in fields:
             payload[key] = fields[key]
     return payload
+
+
+class Outbox:
+    """A webhook's events waiting for delivery, in order. ``len`` is the number of events, runs expanded."""
+
+    __slots__ = ("added", "head", "runs", "taken")
+
+    def __init__(self) -> None:
+        self.runs: deque[EventRun] = deque()
+        # Events appended (the broker's count) and taken (the delivery thread's): what waits is the difference.
+        self.added = 0
+        self.taken = 0
+        # The delivery thread's place in the first run.
+        self.head = 0
+
+    def __len__(self) -> int:
+        return self.added - self.taken
+
+    def __iter__(self) -> Iterator[EventRecord]:
+        head = self.head
+        for event_type, queue, job_ids, timestamp, fields in list(self.runs):
+            for job_id in job_ids[head:]:
+                yield event_type, queue, job_id, timestamp, fields
+            head = 0
+
+    def put(self, run: EventRun) -> None:
+        self.runs.append(run)
+        self.added += len(run[2])
+
+    def take(self) -> EventRecord | None:
+        """The oldest waiting event (delivery thread only)."""
+        runs = self.runs
+        try:
+            event_type, queue, job_ids, timestamp, fields = runs[0]
+        except IndexError:
+            return None
+        head = self.head
+        if head + 1 < len(job_ids):
+            self.head = head + 1
+        else:
+            self.head = 0
+            try:
+                runs.popleft()
+            except IndexError:  # cleared by the broker since: the webhook was removed
+                pass
+        self.taken += 1
+        return event_type, queue, job_ids[head], timestamp, fields
+
+    def clear(self) -> None:
+        """Drop what waits (a removed webhook: the delivery thread takes nothing from it again)."""
+        self.runs.clear()
+        self.head = 0
+        self.added = self.taken
 
 
 class Webhook:
@@ -82,7 +139,7 @@ class Webhook:
         self.success_count = 0
         self.failure_count = 0
         # Events waiting for delivery, and how many did not fit.
-        self.outbox: deque[EventRecord] = deque()
+        self.outbox = Outbox()
         self.dropped = 0
         # Deliveries in flight now (the delivery thread's business).
         self.senders = 0
@@ -212,12 +269,12 @@ class WebhookRegistry:
         hooks = self.wanting(event_type, queue)
         if not hooks:
             return
-        record = (event_type, queue, job_id, timestamp, fields)
+        run = (event_type, queue, (job_id,), timestamp, fields)
         limit = self.outbox_limit
         for hook in hooks:
             outbox = hook.outbox
             if len(outbox) < limit:
-                outbox.append(record)
+                outbox.put(run)
             else:
                 hook.dropped += 1
         self.offered += 1
@@ -226,22 +283,25 @@ class WebhookRegistry:
             self.wake()
 
     def offer_many(self, event_type: str, queue: str, job_ids: list[str], timestamp: float) -> None:
-        """``offer`` for each of ``job_ids``, with no other field; an outbox takes what fits."""
+        """``offer`` for each of ``job_ids`` (which no one changes afterwards), with no other field; an
+        outbox takes what fits."""
         hooks = self.wanting(event_type, queue)
-        if not hooks or not job_ids:
+        count = len(job_ids)
+        if not hooks or not count:
             return
-        records = [(event_type, queue, job_id, timestamp, NO_FIELDS) for job_id in job_ids]
+        run = (event_type, queue, job_ids, timestamp, NO_FIELDS)
         limit = self.outbox_limit
         for hook in hooks:
             outbox = hook.outbox
             room = limit - len(outbox)
-            if room >= len(records):
-                outbox.extend(records)
+            if room >= count:
+                outbox.put(run)
             else:
                 room = max(room, 0)
-                outbox.extend(records[:room])
-                hook.dropped += len(records) - room
-        self.offered += len(records)
+                if room:
+                    outbox.put((event_type, queue, job_ids[:room], timestamp, NO_FIELDS))
+                hook.dropped += count - room
+        self.offered += count
         if self.idle:
             self.idle = False
             self.wake()

@@ -204,9 +204,8 @@ class WebhookDelivery:
             while not hook.removed:
                 if not self.go.is_set():
                     await self.go.wait()
-                try:
-                    event = outbox.popleft()
-                except IndexError:
+                event = outbox.take()
+                if event is None:
                     return
                 self.in_flight += 1
                 await self._deliver(hook, event, session)

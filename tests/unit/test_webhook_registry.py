@@ -1,7 +1,10 @@
 """The webhook registry without I/O: which outboxes an event reaches, the bound, the wake-up, the payload."""
 from __future__ import annotations
 
-from bunqueue.monitoring.webhooks import Webhook, WebhookRegistry, payload_of
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bunqueue.monitoring.webhooks import Outbox, Webhook, WebhookRegistry, payload_of
 
 ALL = ["job.pushed", "job.started", "job.completed", "job.failed", "job.progress"]
 
@@ -54,7 +57,7 @@ def test_the_outbox_is_bounded_and_what_does_not_fit_is_counted() -> None:
         registry.offer("pushed", "q", str(i), 5.0, {})
     assert [r[2] for r in a.outbox] == ["0", "1", "2"]
     assert (a.dropped, b.dropped) == (7, 0)
-    a.outbox.popleft()
+    assert a.outbox.take() == ("pushed", "q", "0", 5.0, {})
     registry.offer("pushed", "q", "10", 5.0, {})
     assert [r[2] for r in a.outbox] == ["1", "2", "10"] and a.dropped == 7
 
@@ -74,6 +77,51 @@ def test_a_batch_is_offered_as_its_events_one_by_one_would_be() -> None:
     assert [r[2] for r in every.outbox] == ["1", "2", "3", "4"] and every.dropped == 1
     assert registry.offered == reference.offered == 5
     assert len(wakes) == 1
+
+
+def test_a_batch_waits_as_one_run_and_is_taken_event_by_event() -> None:
+    a = hook("a")
+    registry, _ = registry_with(a, limit=10)
+    ids = ["1", "2", "3"]
+    registry.offer_many("pushed", "q", ids, 5.0)
+    registry.offer("completed", "q", "1", 6.0, {"data": 2})
+    assert len(a.outbox.runs) == 2 and len(a.outbox) == 4
+    assert a.outbox.runs[0][2] is ids, "the batch's id list is shared, not copied per webhook"
+    taken = [a.outbox.take() for _ in range(5)]
+    assert taken == [("pushed", "q", "1", 5.0, {}), ("pushed", "q", "2", 5.0, {}), ("pushed", "q", "3", 5.0, {}),
+                     ("completed", "q", "1", 6.0, {"data": 2}), None]
+    assert len(a.outbox) == 0 and not a.outbox.runs
+
+
+def test_a_batch_that_does_not_fit_is_cut_at_the_bound() -> None:
+    a = hook("a")
+    registry, _ = registry_with(a, limit=4)
+    registry.offer("pushed", "q", "0", 5.0, {})
+    assert a.outbox.take() is not None
+    registry.offer("pushed", "q", "1", 5.0, {})
+    registry.offer_many("pushed", "q", ["2", "3", "4", "5", "6"], 5.0)
+    assert [r[2] for r in a.outbox] == ["1", "2", "3", "4"] and a.dropped == 2
+    assert a.outbox.take() is not None and a.outbox.take() is not None
+    registry.offer_many("pushed", "q", ["7", "8", "9"], 5.0)
+    assert [r[2] for r in a.outbox] == ["3", "4", "7", "8"] and a.dropped == 3
+
+
+@given(st.lists(st.one_of(st.integers(0, 4), st.just(-1)), max_size=40))
+def test_outbox_model(steps: list[int]) -> None:
+    """Against a plain list of events: runs of n ids put (n > 0 never empty), or one take (-1)."""
+    outbox, model = Outbox(), []
+    serial = 0
+    for n in steps:
+        if n < 0:
+            assert outbox.take() == (model.pop(0) if model else None)
+        elif n:
+            run = ("pushed", "q", [str(serial + i) for i in range(n)], float(serial), {})
+            serial += n
+            outbox.put(run)
+            model.extend(("pushed", "q", job_id, run[3], {}) for job_id in run[2])
+        assert len(outbox) == len(model) and list(outbox) == model
+    outbox.clear()
+    assert len(outbox) == 0 and list(outbox) == [] and outbox.take() is None
 
 
 def test_the_delivery_side_is_woken_only_when_it_said_it_was_idle() -> None:
