@@ -65,6 +65,15 @@ def test_https_serves_the_same_api(tls_server: ServerProcess, cert: tuple[Path, 
             url = f"https://127.0.0.1:{tls_server.http_port}/health"
             async with http.get(url, ssl=client_context(cert[0])) as resp:
                 assert resp.status == 200 and (await resp.json())["status"] == "healthy"
+            # Streams are handed to their own handler on the same TLS connection.
+            base = f"https://127.0.0.1:{tls_server.http_port}"
+            async with http.get(f"{base}/events", ssl=client_context(cert[0])) as resp:
+                assert resp.headers["Content-Type"] == "text/event-stream"
+                assert await resp.content.readline() == b"retry: 3000\n"
+            async with http.ws_connect(f"{base}/ws", ssl=client_context(cert[0])) as ws:
+                await ws.send_str('{"cmd": "Ping", "reqId": "tls"}')
+                reply = await asyncio.wait_for(ws.receive_json(), 5)
+                assert reply["ok"] is True and reply["reqId"] == "tls"
 
     asyncio.run(check())
 

@@ -70,7 +70,9 @@ class Answers:
         return data
 
     async def health(self) -> tuple[Doc, int]:
-        storage = await self.storage()
+        return self.health_of(await self.storage())
+
+    def health_of(self, storage: Doc) -> tuple[Doc, int]:
         degraded = bool(storage.get("diskFull"))
         t = self.totals()
         queues = {"waiting": t.waiting, "active": t.active, "delayed": t.delayed, "completed": t.completed,

@@ -4,9 +4,9 @@ An HTTP request is a client of its own for the runner: it carries no connection 
 token was checked before the command runs, and its one reply may come later (a long-poll, or a change
 that must reach the disk first). Jobs it pulls are not tied to any connection, as in the Bun original.
 
-The port opens with the broker, but the HTTP stack (aiohttp, about 14 MB) is loaded by the first
-connection, on a worker thread so that the loop keeps serving meanwhile: a broker used only over TCP does
-not carry it. Connections that arrive while it loads keep their bytes until it is ready.
+Requests are parsed by httptools (``connection``) and answered by ``api``. The stream side (SSE and
+WebSocket on aiohttp, about 14 MB) is loaded by the first stream request, on a worker thread so that the
+loop keeps serving meanwhile: a broker whose HTTP clients only call the REST routes does not carry it.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import asyncio
 import importlib
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,8 @@ from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.monitoring.snapshot import totals
 from bunqueue.server.http.answers import Answers
+from bunqueue.server.http.api import HttpApi
+from bunqueue.server.http.connection import HttpConnection, StreamServer
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
 
@@ -33,9 +35,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bunqueue.http")
 
-# The module that brings in aiohttp; it imports the rest of the HTTP stack.
-STACK_MODULE = "bunqueue.server.http.app"
-# How long a shutdown lets HTTP handlers finish (aiohttp's own default).
+# The module that brings in aiohttp for the streams.
+STREAM_MODULE = "bunqueue.server.http.app"
+# How long a shutdown lets requests being answered finish (aiohttp's own default).
 SHUTDOWN_TIMEOUT_S = 60.0
 
 Reply = dict[str, Any]
@@ -69,12 +71,21 @@ class RequestClient:
         self.tasks.discard(task)
 
 
-def executor(runner: CommandRunner) -> Callable[[Reply], Any]:
-    async def execute(request: Reply) -> Reply:
+class Commands:
+    """Runs an HTTP request's command: ``now`` gives the reply, or an awaitable of it when it waits;
+    calling the object awaits it in any case."""
+
+    def __init__(self, runner: CommandRunner) -> None:
+        self.runner = runner
+
+    def now(self, request: Reply) -> Reply | Awaitable[Reply]:
         client = RequestClient()
-        reply = runner.run(request, client)
+        reply = self.runner.run(request, client)
         if reply is not None:
             return reply
+        return self.later(client)
+
+    async def later(self, client: RequestClient) -> Reply:
         try:
             return await client.later()
         finally:
@@ -83,23 +94,32 @@ def executor(runner: CommandRunner) -> Callable[[Reply], Any]:
             for task in client.tasks:
                 task.cancel()
 
-    return execute
+    async def __call__(self, request: Reply) -> Reply:
+        reply = self.now(request)
+        return reply if type(reply) is dict else await reply  # type: ignore[misc]
 
 
 class HttpListener:
     def __init__(self, settings: Settings, runner: CommandRunner, tcp_connections: Callable[[], int]) -> None:
         self.settings = settings
         self.runner = runner
-        self.execute = executor(runner)
-        self.answers = Answers(self.execute, self.connection_counts, partial(totals, runner.broker))
+        self.commands = Commands(runner)
+        answers = Answers(self.commands, self.connection_counts, partial(totals, runner.broker))
+        self.api = HttpApi(
+            self.commands.now, answers, tokens=settings.tokens, cors_origins=settings.cors_origin,
+            metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,
+            rate_window_ms=settings.rate_limit_window_ms,
+        )
         self.tcp_connections = tcp_connections
         self.listening: asyncio.Server | None = None
-        # The HTTP stack, once loaded: the event feed and aiohttp's low-level server (a protocol factory).
+        self.connections: set[HttpConnection] = set()
+        self.closing = False
+        # The stream side, once loaded: the event feed and aiohttp's low-level server (a protocol factory),
+        # and the connections waiting for it meanwhile.
         self.feed: EventFeed | None = None
-        self.server: web.Server | None = None
+        self.stream_server: web.Server | None = None
         self.loading: asyncio.Future[ModuleType] | None = None
-        # Connections that arrived while the stack was loading.
-        self.waiting: set[PendingConnection] = set()
+        self.waiting: list[Callable[[StreamServer | None], None]] = []
 
     def connection_counts(self) -> dict[str, int]:
         feed = self.feed
@@ -117,35 +137,33 @@ class HttpListener:
         )
 
     def new_connection(self) -> asyncio.Protocol:
-        if self.server is not None:
-            return self.server()
+        return HttpConnection(self, self.api)
+
+    def with_stream_server(self, then: Callable[[StreamServer | None], None]) -> None:
+        """Call ``then`` with the stream side's protocol factory (None if it cannot be loaded)."""
+        if self.stream_server is not None:
+            then(self.stream_server)
+            return
+        self.waiting.append(then)
         if self.loading is None:
             loop = asyncio.get_running_loop()
-            self.loading = loop.run_in_executor(None, importlib.import_module, STACK_MODULE)
+            self.loading = loop.run_in_executor(None, importlib.import_module, STREAM_MODULE)
             self.loading.add_done_callback(self.loaded)
-        return PendingConnection(self)
 
     def loaded(self, loading: asyncio.Future[ModuleType]) -> None:
-        waiting = list(self.waiting)
-        self.waiting.clear()
+        waiting, self.waiting = self.waiting, []
         try:
             stack = loading.result()
         except Exception:
-            log.exception("the HTTP stack could not be loaded")
+            log.exception("the HTTP stream handler could not be loaded")
             self.loading = None
-            for conn in waiting:
-                conn.close()
+            for then in waiting:
+                then(None)
             return
-        settings = self.settings
-        self.feed = stack.EventFeed(self.runner, settings.cors_origin)
-        api = stack.HttpApi(
-            self.execute, self.answers, self.feed, tokens=settings.tokens, cors_origins=settings.cors_origin,
-            metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,
-            rate_window_ms=settings.rate_limit_window_ms,
-        )
-        self.server = server = stack.build_server(api)
-        for conn in waiting:
-            conn.hand_over(server())
+        self.feed = stack.EventFeed(self.runner, self.settings.cors_origin)
+        self.stream_server = server = stack.build_stream_server(self.feed)
+        for then in waiting:
+            then(server)
 
     @property
     def port(self) -> int:
@@ -156,53 +174,21 @@ class HttpListener:
         if self.listening is None:
             return
         self.listening.close()
-        for conn in list(self.waiting):
-            conn.close()
-        if self.server is not None:
-            assert self.feed is not None
+        self.closing = True
+        if self.feed is not None:
             await self.feed.close()
-            # Let requests that arrived before the port closed start, then close idle connections and
-            # give the busy ones their time.
-            await asyncio.sleep(0)
-            self.server.pre_shutdown()
-            await self.server.shutdown(SHUTDOWN_TIMEOUT_S)
-
-
-class PendingConnection(asyncio.Protocol):
-    """A connection that arrived while the HTTP stack was loading: it keeps what the client sends and
-    passes the connection, bytes and all, to the stack's handler once that is ready."""
-
-    def __init__(self, listener: HttpListener) -> None:
-        self.listener = listener
-        self.transport: asyncio.Transport | None = None
-        self.received: list[bytes] = []
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        server = self.listener.server
-        if server is not None:
-            # The stack finished loading between this connection's accept and now.
-            self.hand_over(server())
-        else:
-            self.listener.waiting.add(self)
-
-    def data_received(self, data: bytes) -> None:
-        self.received.append(data)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-        self.listener.waiting.discard(self)
-
-    def hand_over(self, handler: asyncio.Protocol) -> None:
-        transport = self.transport
-        if transport is None:
-            return
-        transport.set_protocol(handler)
-        handler.connection_made(transport)
-        for data in self.received:
-            handler.data_received(data)
-        self.received = []
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
+        # Let requests that arrived before the port closed start, then close idle connections and give
+        # the busy ones their time.
+        await asyncio.sleep(0)
+        for conn in list(self.connections):
+            conn.close_if_idle()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SHUTDOWN_TIMEOUT_S
+        while self.connections and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.transport.abort()
+        if self.stream_server is not None:
+            self.stream_server.pre_shutdown()
+            await self.stream_server.shutdown(SHUTDOWN_TIMEOUT_S)

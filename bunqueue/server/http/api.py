@@ -1,0 +1,193 @@
+"""The HTTP API's requests, in the order the Bun original answers them:
+
+1. `OPTIONS` anywhere: CORS preflight (204). 2. `/health`, `/healthz`, `/live`, `/ready`: open, not
+rate limited. 3. `POST /gc`, `GET /heapstats`: token. 4. `GET /prometheus`: open unless METRICS_AUTH.
+5. the rate limit. 6. the token. 7. `/ws...`, `/events...`: streams. 8. the route table (no match,
+wrong method included, is 404).
+
+Commands run through the same runner as TCP frames; this module only translates. A command that answers
+at once is answered without a task; one that waits (a long-poll, a change that must reach the disk first)
+returns an awaitable answer. Streams are the stream handler's (``streams``): `handle` says so with
+``STREAM`` after the rate limit.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bunqueue import errors
+from bunqueue.server.http import routes
+from bunqueue.server.http.answers import Answers
+from bunqueue.server.http.encoding import dumps
+from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, HttpRequest, HttpResponse
+from bunqueue.server.ratelimit import RequestRateLimiter
+from bunqueue.server.runner import check_token
+
+Reply = dict[str, Any]
+HEALTH_PATHS = frozenset({"/health", "/healthz", "/live", "/ready"})
+PREFLIGHT_HEADERS = {
+    "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type, Authorization",
+    "Access-Control-Max-Age": "86400",
+}
+PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class StreamRequest:
+    """What ``handle`` answers for a `/ws...` or `/events...` request that passed the rate limit."""
+
+
+STREAM = StreamRequest()
+Answer = HttpResponse | Awaitable[HttpResponse] | StreamRequest
+
+
+def is_stream_path(path: str) -> bool:
+    return path in ("/ws", "/events") or path.startswith(("/ws/", "/events/"))
+
+
+class HttpApi:
+    def __init__(self, now: Callable[[Reply], Reply | Awaitable[Reply]], answers: Answers, *,
+                 tokens: frozenset[str], cors_origins: str, metrics_auth: bool, rate_limit: int,
+                 rate_window_ms: int) -> None:
+        # A command's reply, or an awaitable of it when the command waits.
+        self.now = now
+        self.answers = answers
+        self.tokens = tokens
+        self.origin = cors_origins
+        self.metrics_auth = metrics_auth
+        self.rate_limit = rate_limit
+        self.rate_window_ms = rate_window_ms
+        self.limiters: dict[str, RequestRateLimiter] = {}
+        self.cors = {"Access-Control-Allow-Origin": cors_origins}
+        self.preflight = {"Access-Control-Allow-Origin": cors_origins, **PREFLIGHT_HEADERS}
+
+    # -- responses ---------------------------------------------------------------------------------
+
+    def json(self, doc: Any, status: int = 200, *, cors: bool = True) -> HttpResponse:
+        return HttpResponse(status, dumps(doc).encode(), JSON_TYPE, self.cors if cors else None)
+
+    def error(self, message: str, status: int, *, cors: bool = True) -> HttpResponse:
+        return self.json({"ok": False, "error": message}, status, cors=cors)
+
+    def text(self, body: str, status: int = 200, content_type: str = TEXT_TYPE) -> HttpResponse:
+        return HttpResponse(status, body.encode(), content_type, self.cors)
+
+    # -- checks ------------------------------------------------------------------------------------
+
+    def authorized(self, authorization: str | None) -> bool:
+        if not self.tokens:
+            return True
+        # The original removes the first "Bearer " wherever it stands and compares the rest.
+        token = (authorization or "").replace("Bearer ", "", 1)
+        return check_token(token, self.tokens)
+
+    def allowed(self, forwarded: str | None, real_ip: str | None) -> bool:
+        if self.rate_limit <= 0:
+            return True
+        key = forwarded.split(",")[0].strip() if forwarded else (real_ip or "unknown")
+        limiter = self.limiters.get(key)
+        if limiter is None:
+            limiter = self.limiters[key] = RequestRateLimiter(self.rate_limit, self.rate_window_ms)
+        return limiter.allow()
+
+    # -- dispatch ----------------------------------------------------------------------------------
+
+    def handle(self, request: HttpRequest) -> Answer:
+        path = request.path
+        method = request.method
+        if method == "OPTIONS":
+            return HttpResponse(204, b"", None, self.preflight)
+        if path in HEALTH_PATHS:
+            return self.health(path)
+        headers = request.headers
+        if (method, path) in (("POST", "/gc"), ("GET", "/heapstats")):
+            if not self.authorized(headers.get("authorization")):
+                return self.error("Unauthorized", 401, cors=False)
+            return self._debug(path)
+        if method == "GET" and path == "/prometheus":
+            return self.prometheus(headers.get("authorization"))
+        if not self.allowed(headers.get("x-forwarded-for"), headers.get("x-real-ip")):
+            return self.error(errors.RATE_LIMIT_EXCEEDED, 429, cors=False)
+        if not self.authorized(headers.get("authorization")):
+            return self.error("Unauthorized", 401, cors=False)
+        if is_stream_path(path):
+            return STREAM
+        try:
+            found = routes.match(method, path)
+        except routes.BadEscape:
+            return self.error("URI error", 500, cors=False)
+        if found is None:
+            return self.error("Not found", 404)
+        route, params = found
+        body = self.body(request, route)
+        if body is None:
+            return self.error("Invalid JSON body", 400)
+        query = request.query()
+        if route.special is not None:
+            first = {key: values[0] for key, values in query.items()}
+            return self._special(route.special, params, first, body)
+        assert route.build is not None
+        reply = self.now(route.build(params, query, body))
+        if type(reply) is dict:
+            return self.reply(route, reply)
+        return self._reply_later(route, reply)  # type: ignore[arg-type]
+
+    def reply(self, route: routes.Route, reply: Reply) -> HttpResponse:
+        reply.pop("reqId", None)
+        return self.json(reply, routes.status_for(route, reply))
+
+    async def _reply_later(self, route: routes.Route, pending: Awaitable[Reply]) -> HttpResponse:
+        return self.reply(route, await pending)
+
+    async def _special(self, name: str, params: dict[str, str], query: dict[str, str],
+                       body: dict[str, Any]) -> HttpResponse:
+        doc, status = await self.answers.special(name, params, query, body)
+        return self.json(doc, status)
+
+    async def _debug(self, path: str) -> HttpResponse:
+        return self.json(await (self.answers.gc() if path == "/gc" else self.answers.heapstats()))
+
+    def prometheus(self, authorization: str | None) -> Answer:
+        if self.metrics_auth:
+            if not self.tokens:
+                return self.error("Metrics authentication is enabled but no tokens are configured", 503,
+                                  cors=False)
+            if not self.authorized(authorization):
+                return self.error("Unauthorized", 401, cors=False)
+        return self._prometheus()
+
+    async def _prometheus(self) -> HttpResponse:
+        return self.text(await self.answers.prometheus(), content_type=PROMETHEUS_TYPE)
+
+    def body(self, request: HttpRequest, route: routes.Route) -> dict[str, Any] | None:
+        """The JSON body as the route reads it; None when it is not valid JSON."""
+        if route.body == routes.IGNORED or request.method in ("GET", "DELETE"):
+            return {}
+        text = request.body.decode("utf-8", errors="replace")
+        if not text.strip():
+            return None if route.body == routes.REQUIRED else {}
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return {} if route.body == routes.LENIENT else None
+        # A body that is JSON but not an object has no fields to read: refused like unreadable JSON.
+        return doc if isinstance(doc, dict) else None
+
+    def health(self, path: str) -> Answer:
+        if path in ("/healthz", "/live"):
+            return self.text("OK")
+        if path == "/ready":
+            return self._ready()
+        # Probes come often: answered at once unless the storage status has to wait.
+        reply = self.now({"cmd": "StorageStatus"})
+        if type(reply) is dict:
+            return self.json(*self.answers.health_of(reply.get("data") or {}))
+        return self._health_later(reply)  # type: ignore[arg-type]
+
+    async def _health_later(self, pending: Awaitable[Reply]) -> HttpResponse:
+        reply = await pending
+        return self.json(*self.answers.health_of(reply.get("data") or {}))
+
+    async def _ready(self) -> HttpResponse:
+        return self.json(*await self.answers.ready())

@@ -1,0 +1,272 @@
+"""One HTTP/1.1 connection, parsed by httptools and answered by ``HttpApi`` in the order the requests came.
+
+Most requests are answered in the call that parsed them: no task, no request or response object beyond
+two small ones. A request whose answer waits (a long-poll, a change that must reach the disk first) gets
+a task, and the requests pipelined behind it wait their turn. A stream (`/ws...`, `/events...`) hands the
+connection, with the request's bytes, to the stream handler (aiohttp, loaded by the first stream).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import httptools
+
+from bunqueue.server.http.api import STREAM, HttpApi
+from bunqueue.server.http.messages import TEXT_TYPE, HttpRequest, HttpResponse
+
+log = logging.getLogger("bunqueue.http")
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+# Parsed requests waiting behind one that is being answered before the connection stops reading.
+MAX_PIPELINED = 32
+# An idle keep-alive connection is closed after this long (aiohttp's default).
+KEEPALIVE_S = 75.0
+INTERNAL_ERROR = b'{"ok":false,"error":"Internal server error"}'
+
+
+StreamServer = Callable[[], asyncio.Protocol]
+
+
+class Listener(Protocol):
+    """What a connection needs of the listener that accepted it."""
+
+    # The open connections, and whether the server is shutting down.
+    connections: set[HttpConnection]
+    closing: bool
+
+    def with_stream_server(self, then: Callable[[StreamServer | None], None]) -> None: ...
+
+
+def text_answer(status: int, text: str) -> HttpResponse:
+    return HttpResponse(status, text.encode(), TEXT_TYPE)
+
+
+class HttpConnection(asyncio.Protocol):
+    def __init__(self, listener: Listener, api: HttpApi) -> None:
+        self.listener = listener
+        self.api = api
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        # The request being parsed.
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.size = 0
+        # Parsed requests not answered yet, and the task of the one whose answer waits.
+        self.queue: deque[HttpRequest] = deque()
+        self.waiting: asyncio.Task[None] | None = None
+        # What ends the connection once the queue is answered (a refused request), and whether to close then.
+        self.final: HttpResponse | None = None
+        self.closing = False
+        # Set once the connection belongs to the stream handler: what arrives meanwhile is that request's.
+        self.streaming: HttpRequest | None = None
+        self.paused = False
+        self.write_paused = False
+        self.last_seen = self.loop.time()
+        self.idle_timer: asyncio.TimerHandle | None = None
+
+    # -- transport ---------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.listener.connections.add(self)
+        self.idle_timer = self.loop.call_later(KEEPALIVE_S, self.check_idle)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+        self.listener.connections.discard(self)
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+        if self.waiting is not None:
+            # The client went away before the answer: what it waits for stops with it.
+            self.waiting.cancel()
+        self.queue.clear()
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self.update_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self.update_reading()
+
+    def update_reading(self) -> None:
+        transport = self.transport
+        if transport is None or self.streaming is not None:
+            return
+        pause = self.write_paused or len(self.queue) >= MAX_PIPELINED
+        if pause != self.paused:
+            self.paused = pause
+            if pause:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_seen = self.loop.time()
+        if self.streaming is not None:
+            self.streaming.rest += data
+            return
+        if self.final is not None:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            # Only a stream may take the connection over; any other request is answered, then it closes.
+            if self.queue:
+                self.queue[-1].rest = data[upgrade.args[0]:]
+            self.final = text_answer(400, "Bad Request") if not self.queue else None
+            self.closing = True
+        except httptools.HttpParserError:
+            self.final = self.final or text_answer(400, "Bad Request")
+        self.answer_queued()
+
+    def check_idle(self) -> None:
+        """Close a connection that has had nothing to do for ``KEEPALIVE_S``."""
+        self.idle_timer = None
+        transport = self.transport
+        if transport is None or self.streaming is not None:
+            return
+        idle_for = self.loop.time() - self.last_seen
+        if idle_for >= KEEPALIVE_S and not self.queue and self.waiting is None:
+            transport.close()
+        else:
+            self.idle_timer = self.loop.call_later(max(KEEPALIVE_S - idle_for, 1.0), self.check_idle)
+
+    # -- parser callbacks --------------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.headers = []
+        self.body = []
+        self.size = 0
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        for name, value in self.headers:
+            lower = name.lower()
+            if lower == b"content-length" and value.strip().isdigit() and int(value) > MAX_BODY_BYTES:
+                self.refuse_body()
+                return
+            if lower == b"expect" and value.lower() == b"100-continue" and self.transport is not None:
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def on_body(self, body: bytes) -> None:
+        self.size += len(body)
+        if self.size > MAX_BODY_BYTES:
+            self.refuse_body()
+            return
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.final is not None:
+            return
+        parser = self.parser
+        request = HttpRequest(parser.get_method().decode("latin-1"), self.url, parser.get_http_version(),
+                              self.headers, b"".join(self.body) if self.body else b"")
+        request.keep_alive = parser.should_keep_alive()
+        self.queue.append(request)
+
+    def refuse_body(self) -> None:
+        self.final = text_answer(413, "Request Entity Too Large")
+        # Stop parsing: what follows is the refused body.
+        raise httptools.HttpParserError("body too large")
+
+    # -- answers -----------------------------------------------------------------------------------
+
+    def answer_queued(self) -> None:
+        """Answer what was parsed, in order, until an answer has to wait."""
+        queue = self.queue
+        while queue and self.waiting is None and self.transport is not None:
+            request = queue.popleft()
+            try:
+                answer = self.api.handle(request)
+            except Exception:
+                log.exception("HTTP request failed")
+                answer = HttpResponse(500, INTERNAL_ERROR)
+            if type(answer) is HttpResponse:
+                self.write(request, answer)
+            elif answer is STREAM:
+                self.hand_over(request)
+                return
+            else:
+                self.waiting = self.loop.create_task(self.answer_later(request, answer))  # type: ignore[arg-type]
+        if self.waiting is None and self.transport is not None:
+            if self.final is not None:
+                self.write(None, self.final)
+            elif self.closing and not queue:
+                self.transport.close()
+        self.update_reading()
+
+    async def answer_later(self, request: HttpRequest, pending: Awaitable[HttpResponse]) -> None:
+        try:
+            answer = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("HTTP request failed")
+            answer = HttpResponse(500, INTERNAL_ERROR)
+        self.waiting = None
+        self.last_seen = self.loop.time()
+        if self.transport is not None:
+            self.write(request, answer)
+            self.answer_queued()
+
+    def write(self, request: HttpRequest | None, answer: HttpResponse) -> None:
+        transport = self.transport
+        assert transport is not None
+        keep_alive = request is not None and request.keep_alive and not self.closing and not self.listener.closing
+        head = answer.head(keep_alive, request.version if request is not None else "1.1")
+        if request is not None and request.method == "HEAD" or not answer.body:
+            transport.write(head)
+        else:
+            transport.write(head + answer.body)
+        if not keep_alive:
+            self.queue.clear()
+            transport.close()
+
+    def hand_over(self, request: HttpRequest) -> None:
+        """Give the connection to the stream handler, which reads ``request`` again from its bytes."""
+        self.streaming = request
+        self.queue.clear()
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+        if self.paused:
+            self.paused = False
+            assert self.transport is not None
+            self.transport.resume_reading()
+        self.listener.with_stream_server(self.take_over)
+
+    def take_over(self, server: StreamServer | None) -> None:
+        transport = self.transport
+        request = self.streaming
+        if transport is None or request is None:
+            return
+        if server is None:
+            transport.close()
+            return
+        self.listener.connections.discard(self)
+        handler = server()
+        transport.set_protocol(handler)
+        handler.connection_made(transport)
+        handler.data_received(request.raw())
+
+    def close_if_idle(self) -> None:
+        """At shutdown: close now unless a request is being answered (then after its answer)."""
+        if self.transport is None:
+            return
+        if self.waiting is None and not self.queue:
+            self.transport.close()
+        else:
+            self.closing = True

@@ -1,0 +1,161 @@
+"""HTTP/1.1 connection handling against a real server over raw sockets: pipelining in order, keep-alive and
+HTTP/1.0, `Expect: 100-continue`, chunked bodies, HEAD, refused requests, a client that leaves while its
+long-poll waits, and idle connections."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from bunqueue._testbase.server import ServerProcess, free_port
+from bunqueue.client import connect
+from bunqueue.config import Settings
+from bunqueue.server import app as server_app
+from bunqueue.server.http import connection
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[ServerProcess]:
+    proc = ServerProcess(env={"RATE_LIMIT_MAX_REQUESTS": "100000000"}).start()
+    yield proc
+    proc.stop()
+
+
+Response = tuple[int, dict[str, str], bytes]
+
+
+async def read_response(reader: asyncio.StreamReader, head_only: bool = False) -> Response:
+    status_line = await asyncio.wait_for(reader.readline(), 5)
+    assert status_line, "the connection closed before an answer"
+    status = int(status_line.split()[1])
+    headers: dict[str, str] = {}
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    body = b"" if head_only else await reader.readexactly(length)
+    return status, headers, body
+
+
+async def open_http(server: ServerProcess) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", server.http_port)
+
+
+async def test_pipelined_requests_are_answered_in_order_behind_one_that_waits(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    started = time.monotonic()
+    writer.write(b"GET /queues/pipelined-empty/jobs?timeout=300 HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"POST /queues/pipelined/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n{\"data\":1}\n")
+    pulled = await read_response(reader)
+    waited = time.monotonic() - started
+    probe = await read_response(reader)
+    pushed = await read_response(reader)
+    assert pulled[0] == 200 and json.loads(pulled[2]) == {"ok": True, "job": None}
+    assert waited >= 0.25, "the long-poll answered before its timeout"
+    assert probe[:1] == (200,) and probe[2] == b"OK"
+    assert pushed[0] == 200 and json.loads(pushed[2])["ok"] is True
+    writer.close()
+
+
+async def test_http_1_0_closes_unless_kept_alive(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    writer.write(b"GET /healthz HTTP/1.0\r\n\r\n")
+    status, headers, body = await read_response(reader)
+    assert (status, body, headers["connection"]) == (200, b"OK", "close")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    reader, writer = await open_http(http_server)
+    writer.write(b"GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    status, headers, _ = await read_response(reader)
+    assert (status, headers["connection"]) == (200, "keep-alive")
+    writer.write(b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert (await read_response(reader))[0] == 200
+    writer.close()
+
+
+async def test_expect_continue_and_chunked_bodies(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    body = json.dumps({"name": "big", "data": {"blob": "x" * 5000}}).encode()
+    writer.write(b"POST /queues/continue/jobs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body))
+    assert await asyncio.wait_for(reader.readline(), 5) == b"HTTP/1.1 100 Continue\r\n"
+    assert await reader.readline() == b"\r\n"
+    writer.write(body)
+    status, _, answer = await read_response(reader)
+    assert status == 200 and json.loads(answer)["ok"] is True
+    chunked = b'{"name": "c", "data": {"n": 7}}'
+    writer.write(b"POST /queues/continue/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (10, chunked[:10], len(chunked) - 10, chunked[10:]))
+    status, _, answer = await read_response(reader)
+    job_id = json.loads(answer)["id"]
+    writer.write(b"GET /jobs/%s HTTP/1.1\r\nHost: x\r\n\r\n" % job_id.encode())
+    status, _, answer = await read_response(reader)
+    assert json.loads(answer)["job"]["data"] == {"n": 7}
+    writer.close()
+
+
+async def test_head_answers_headers_only(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    writer.write(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, headers, _ = await read_response(reader, head_only=True)
+    assert (status, headers["content-length"]) == (200, "2")
+    # The next answer follows at once: the HEAD answer carried no body.
+    status, _, body = await read_response(reader)
+    assert (status, body) == (200, b"OK")
+    writer.close()
+
+
+async def test_unreadable_and_oversized_requests_are_refused_and_closed(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+    status, _, body = await read_response(reader)
+    assert (status, body) == (400, b"Bad Request")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    reader, writer = await open_http(http_server)
+    writer.write(b"POST /queues/big/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{" % (65 * 1024 * 1024))
+    status, _, _ = await read_response(reader)
+    assert status == 413
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    # Neither affected anybody else.
+    reader, writer = await open_http(http_server)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (await read_response(reader))[0] == 200
+    writer.close()
+
+
+async def test_a_long_poll_whose_client_left_takes_no_job(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    writer.write(b"GET /queues/left-behind/jobs?timeout=5000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    await asyncio.sleep(0.2)
+    writer.close()
+    await asyncio.sleep(0.2)
+    tcp = await connect(*http_server.addr)
+    pushed = await tcp.request({"cmd": "PUSH", "queue": "left-behind", "data": {}})
+    await asyncio.sleep(0.1)
+    state = await tcp.request({"cmd": "GetState", "id": pushed["id"]})
+    assert state["state"] == "waiting", "the departed long-poll took the job"
+    pulled = await tcp.request({"cmd": "PULL", "queue": "left-behind"})
+    assert pulled["job"]["id"] == pushed["id"]
+    await tcp.close()
+
+
+async def test_an_idle_keep_alive_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connection, "KEEPALIVE_S", 0.3)
+    settings = Settings.load(env={"TCP_PORT": "0", "HTTP_PORT": str(free_port()), "HOST": "127.0.0.1"})
+    server = server_app.BrokerServer(settings)
+    await server.start()
+    try:
+        assert server.http is not None
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.http.port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await read_response(reader))[0] == 200
+        started = time.monotonic()
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        assert time.monotonic() - started >= 0.2
+        assert not server.http.connections
+    finally:
+        await server.shutdown()
