@@ -1,4 +1,5 @@
-"""HTTP replies as JSON: flat replies skip the wire round trip and must read exactly as if they had not."""
+"""HTTP replies as JSON: replies made of plain values skip the wire round trip and must read exactly as if
+they had not."""
 from __future__ import annotations
 
 import json
@@ -18,9 +19,28 @@ def through_the_wire(doc: Any) -> str:
     return json.dumps(encoding._plain(wire), separators=(",", ":"), ensure_ascii=False)
 
 
+plain_values = st.recursive(
+    st.one_of(flat_values, st.floats(), st.sampled_from([0.0, -0.0, 2.0**53, 2.0**53 - 1, 1e300, 3.0])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)),
+    max_leaves=20,
+)
+
+
 @given(st.dictionaries(st.text(), flat_values))
 def test_flat_replies_read_as_the_wire_encoder_writes_them(doc: dict[str, Any]) -> None:
     assert encoding.dumps(doc) == through_the_wire(doc)
+
+
+@given(st.dictionaries(st.text(), plain_values))
+def test_nested_plain_replies_read_as_the_wire_encoder_writes_them(doc: dict[str, Any]) -> None:
+    assert encoding.dumps(doc) == through_the_wire(doc)
+
+
+def test_what_is_not_plain_takes_the_round_trip() -> None:
+    assert encoding._ready({"t": (1, 2)}) is encoding._NOT_PLAIN
+    assert encoding._ready({1: "a"}) is encoding._NOT_PLAIN
+    assert encoding._ready({"b": b"x"}) is encoding._NOT_PLAIN
+    assert encoding.dumps({"t": (1, 2.0), "k": {3: 4.0}}) == through_the_wire({"t": (1, 2.0), "k": {3: 4.0}})
 
 
 def test_other_replies_still_go_through_the_wire_encoder() -> None:
