@@ -126,6 +126,20 @@ async def test_unreadable_and_oversized_requests_are_refused_and_closed(http_ser
     writer.close()
 
 
+async def test_a_head_that_never_ends_is_refused(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Endless: ")
+    # Sent a piece at a time, as a slow client would: the parser holds the unfinished header meanwhile. The
+    # last piece passes the 64 KiB bound; nothing follows it, so the refusal is not lost to a reset.
+    for _ in range(9):
+        writer.write(b"a" * 8192)
+        await writer.drain()
+        await asyncio.sleep(0.01)
+    status, _, body = await read_response(reader)
+    assert (status, body) == (431, b"Request Header Fields Too Large")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+
+
 async def test_a_long_poll_whose_client_left_takes_no_job(http_server: ServerProcess) -> None:
     reader, writer = await open_http(http_server)
     writer.write(b"GET /queues/left-behind/jobs?timeout=5000 HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -21,6 +21,9 @@ from bunqueue.server.http.messages import TEXT_TYPE, HttpRequest, HttpResponse
 log = logging.getLogger("bunqueue.http")
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+# The request line and headers together (Bun allows 16 KiB), give or take one read: a client cannot grow
+# them without bound.
+MAX_HEAD_BYTES = 64 * 1024
 # Parsed requests waiting behind one that is being answered before the connection stops reading.
 MAX_PIPELINED = 32
 # An idle keep-alive connection is closed after this long (aiohttp's default).
@@ -57,6 +60,10 @@ class HttpConnection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
         self.size = 0
+        # Whether the request line and headers are still arriving, and how many bytes came meanwhile (the
+        # parser keeps an unfinished header itself, so it is bounded here).
+        self.in_head = True
+        self.head_size = 0
         # Parsed requests not answered yet, and the task of the one whose answer waits.
         self.queue: deque[HttpRequest] = deque()
         self.waiting: asyncio.Task[None] | None = None
@@ -114,6 +121,12 @@ class HttpConnection(asyncio.Protocol):
             return
         if self.final is not None:
             return
+        if self.in_head:
+            self.head_size += len(data)
+            if self.head_size > MAX_HEAD_BYTES:
+                self.final = text_answer(431, "Request Header Fields Too Large")
+                self.answer_queued()
+                return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -141,6 +154,8 @@ class HttpConnection(asyncio.Protocol):
     # -- parser callbacks --------------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
+        self.in_head = True
+        self.head_size = 0
         self.url = b""
         self.headers = []
         self.body = []
@@ -153,6 +168,7 @@ class HttpConnection(asyncio.Protocol):
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        self.in_head = False
         for name, value in self.headers:
             lower = name.lower()
             if lower == b"content-length" and value.strip().isdigit() and int(value) > MAX_BODY_BYTES:
