@@ -203,7 +203,7 @@ class HttpConnection(asyncio.Protocol):
     def answer_queued(self) -> None:
         """Answer what was parsed, in order, until an answer has to wait."""
         queue = self.queue
-        while queue and self.waiting is None and self.transport is not None:
+        while queue and self.waiting is None and self.writable():
             request = queue.popleft()
             try:
                 answer = self.api.handle(request)
@@ -217,12 +217,16 @@ class HttpConnection(asyncio.Protocol):
                 return
             else:
                 self.waiting = self.loop.create_task(self.answer_later(request, answer))  # type: ignore[arg-type]
-        if self.waiting is None and self.transport is not None:
+        if self.waiting is None and self.writable():
             if self.final is not None:
                 self.write(None, self.final)
             elif self.closing and not queue:
-                self.transport.close()
+                self.transport.close()  # type: ignore[union-attr]
         self.update_reading()
+
+    def writable(self) -> bool:
+        """Whether answers can still be written (not once the connection is closing)."""
+        return self.transport is not None and not self.transport.is_closing()
 
     async def answer_later(self, request: HttpRequest, pending: Awaitable[HttpResponse]) -> None:
         try:
@@ -234,7 +238,7 @@ class HttpConnection(asyncio.Protocol):
             answer = HttpResponse(500, INTERNAL_ERROR)
         self.waiting = None
         self.last_seen = self.loop.time()
-        if self.transport is not None:
+        if self.writable():
             self.write(request, answer)
             self.answer_queued()
 
