@@ -8,6 +8,7 @@ connection, with the request's bytes, to the stream handler (aiohttp, loaded by 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -15,6 +16,7 @@ from typing import Protocol
 
 import httptools
 
+from bunqueue import errors
 from bunqueue.server.http.api import STREAM, HttpApi
 from bunqueue.server.http.messages import TEXT_TYPE, HttpRequest, HttpResponse
 
@@ -28,7 +30,9 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_PIPELINED = 32
 # An idle keep-alive connection is closed after this long (aiohttp's default).
 KEEPALIVE_S = 75.0
-INTERNAL_ERROR = b'{"ok":false,"error":"Internal server error"}'
+# After its last answer, how long a connection reads (and drops) what the client still sends.
+LINGER_S = 2.0
+INTERNAL_ERROR = json.dumps({"ok": False, "error": errors.INTERNAL_ERROR}, separators=(",", ":")).encode()
 
 
 StreamServer = Callable[[], asyncio.Protocol]
@@ -74,6 +78,9 @@ class HttpConnection(asyncio.Protocol):
         self.streaming: HttpRequest | None = None
         self.paused = False
         self.write_paused = False
+        # Set once the last answer is written; the timer that closes the connection then.
+        self.ended = False
+        self.linger: asyncio.TimerHandle | None = None
         self.last_seen = self.loop.time()
         self.idle_timer: asyncio.TimerHandle | None = None
 
@@ -89,6 +96,8 @@ class HttpConnection(asyncio.Protocol):
         self.listener.connections.discard(self)
         if self.idle_timer is not None:
             self.idle_timer.cancel()
+        if self.linger is not None:
+            self.linger.cancel()
         if self.waiting is not None:
             # The client went away before the answer: what it waits for stops with it.
             self.waiting.cancel()
@@ -104,7 +113,7 @@ class HttpConnection(asyncio.Protocol):
 
     def update_reading(self) -> None:
         transport = self.transport
-        if transport is None or self.streaming is not None:
+        if transport is None or self.streaming is not None or self.ended:
             return
         pause = self.write_paused or len(self.queue) >= MAX_PIPELINED
         if pause != self.paused:
@@ -119,7 +128,7 @@ class HttpConnection(asyncio.Protocol):
         if self.streaming is not None:
             self.streaming.rest += data
             return
-        if self.final is not None:
+        if self.ended or self.final is not None:
             return
         if self.in_head:
             self.head_size += len(data)
@@ -221,12 +230,12 @@ class HttpConnection(asyncio.Protocol):
             if self.final is not None:
                 self.write(None, self.final)
             elif self.closing and not queue:
-                self.transport.close()  # type: ignore[union-attr]
+                self.end()
         self.update_reading()
 
     def writable(self) -> bool:
-        """Whether answers can still be written (not once the connection is closing)."""
-        return self.transport is not None and not self.transport.is_closing()
+        """Whether answers can still be written (not after the last one, nor once the connection closes)."""
+        return not self.ended and self.transport is not None and not self.transport.is_closing()
 
     async def answer_later(self, request: HttpRequest, pending: Awaitable[HttpResponse]) -> None:
         try:
@@ -252,8 +261,24 @@ class HttpConnection(asyncio.Protocol):
         else:
             transport.write(head + answer.body)
         if not keep_alive:
-            self.queue.clear()
+            self.end()
+
+    def end(self) -> None:
+        """Close after the last answer: the write side at once, the connection when the client closes its
+        side or after ``LINGER_S``. What the client still sends meanwhile is read and dropped: bytes left
+        unread would make the kernel reset the connection, and a reset can destroy the answer in flight."""
+        transport = self.transport
+        assert transport is not None
+        self.ended = True
+        self.queue.clear()
+        if not transport.can_write_eof():
             transport.close()
+            return
+        transport.write_eof()
+        if self.paused:
+            self.paused = False
+            transport.resume_reading()
+        self.linger = self.loop.call_later(LINGER_S, transport.close)
 
     def hand_over(self, request: HttpRequest) -> None:
         """Give the connection to the stream handler, which reads ``request`` again from its bytes."""
