@@ -69,10 +69,8 @@ class Answers:
         data: Doc = reply.get("data") or {}
         return data
 
-    async def health(self) -> tuple[Doc, int]:
-        return self.health_of(await self.storage())
-
     def health_of(self, storage: Doc) -> tuple[Doc, int]:
+        """The /health answer, given the storage status."""
         degraded = bool(storage.get("diskFull"))
         t = self.totals()
         queues = {"waiting": t.waiting, "active": t.active, "delayed": t.delayed, "completed": t.completed,

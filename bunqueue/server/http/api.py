@@ -8,7 +8,7 @@ wrong method included, is 404).
 Commands run through the same runner as TCP frames; this module only translates. A command that answers
 at once is answered without a task; one that waits (a long-poll, a change that must reach the disk first)
 returns an awaitable answer. Streams are the stream handler's (``streams``): `handle` says so with
-``STREAM`` after the rate limit.
+``STREAM`` once the rate limit and the token allow the request.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class StreamRequest:
-    """What ``handle`` answers for a `/ws...` or `/events...` request that passed the rate limit."""
+    """What ``handle`` answers for a `/ws...` or `/events...` request that passed the rate limit and token."""
 
 
 STREAM = StreamRequest()
