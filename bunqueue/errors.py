@@ -512,5 +512,7 @@ def non_negative_safe_integer(field: str) -> str:
     return f"{field} must be a non-negative safe integer"
 
 
-def invalid_webhook_events(invalid: list[str], valid: tuple[str, ...]) -> str:
-    return f"Invalid webhook event(s): {', '.join(invalid)}. Valid: {', '.join(valid)}"
+def invalid_webhook_events(invalid: list[Any], valid: tuple[str, ...]) -> str:
+    """The unknown members as JS ``Array.join`` writes each (null as empty, a string as itself)."""
+    named = ", ".join(item if type(item) is str else shown([item]) for item in invalid)
+    return f"Invalid webhook event(s): {named}. Valid: {', '.join(valid)}"
