@@ -245,6 +245,8 @@ def must_be_string_or_null(field: str) -> str:
     return f"{field} must be a string or null"
 
 
+MAX_TAG_CHARS = 256
+TAGS_INVALID = f"tags must be an array of strings of at most {MAX_TAG_CHARS} characters"
 GROUP_PRIORITY_RANGE = "group.priority must be between 0 and 2097151"
 GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
 GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"
