@@ -148,3 +148,32 @@ async def test_tags_at_the_limit_and_many_of_them_are_kept(conn: Connection, que
     tags = ["a" * 256, ""] + [f"t{i}" for i in range(1000)]
     job_id = (await ok(conn, {"cmd": "PUSH", "queue": queue_name, "name": "n", "data": {}, "tags": tags}))["id"]
     assert (await ok(conn, {"cmd": "GetJob", "id": job_id}))["job"]["tags"] == tags
+
+
+async def test_group_options_follow_the_spec_numeric_rule(conn: Connection) -> None:
+    # The spec: a numeric string counts as its number in every numeric option (the reference 2.9.5 refuses
+    # "2" here); null is an absent option.
+    job = {"cmd": "PUSH", "queue": "vo-gms", "name": "n", "data": {}, "groupId": "G"}
+    await ok(conn, {**job, "groupMaxSize": "2"})
+    await ok(conn, {**job, "groupMaxSize": "2", "priority": "7"})
+    assert await error_of(conn, {**job, "groupMaxSize": "2"}) == "Group G has reached its maximum size of 2"
+    await ok(conn, {**job, "groupMaxSize": None})
+    assert await error_of(conn, {**job, "groupMaxSize": "2.5"}) == "group.maxSize must be a positive safe integer"
+    jobs = (await ok(conn, {"cmd": "PULLB", "queue": "vo-gms", "count": 5}))["jobs"]
+    assert [j["priority"] for j in jobs] == [0, 0, 7]
+
+
+@pytest.mark.parametrize(
+    ("cmd", "error"),
+    [
+        ({"cmd": "PULL", "queue": "vo-strict", "detach": "yes"}, "detach must be a boolean"),
+        ({"cmd": "PULLB", "queue": "vo-strict", "owner": 7}, "owner must be a string"),
+        ({"cmd": "AddWebhook", "url": URL, "events": ["job.failed"], "queue": 5}, "Queue name must be a string"),
+        ({"cmd": "AddWebhook", "url": URL, "events": ["job.failed"], "secret": 5}, "secret must be a string"),
+        ({"cmd": "AddWebhook", "url": URL, "events": "job.failed"}, "events must be an array of strings"),
+        ({"cmd": "Cron", "name": "vo", "queue": "vo-strict", "repeatEvery": 1000, "priority": "x"},
+         "priority must be a number"),
+    ],
+)
+async def test_where_the_broker_is_stricter(conn: Connection, cmd: dict[str, Any], error: str) -> None:
+    assert await error_of(conn, cmd) == error
