@@ -245,6 +245,8 @@ def must_be_string_or_null(field: str) -> str:
     return f"{field} must be a string or null"
 
 
+MAX_TAG_CHARS = 256
+TAGS_INVALID = f"tags must be an array of strings of at most {MAX_TAG_CHARS} characters"
 GROUP_PRIORITY_RANGE = "group.priority must be between 0 and 2097151"
 GROUP_PRIORITY_INTEGER = "group.priority must be an integer"
 GROUP_MAX_SIZE = "group.maxSize must be a positive safe integer"
@@ -512,5 +514,7 @@ def non_negative_safe_integer(field: str) -> str:
     return f"{field} must be a non-negative safe integer"
 
 
-def invalid_webhook_events(invalid: list[str], valid: tuple[str, ...]) -> str:
-    return f"Invalid webhook event(s): {', '.join(invalid)}. Valid: {', '.join(valid)}"
+def invalid_webhook_events(invalid: list[Any], valid: tuple[str, ...]) -> str:
+    """The unknown members as JS ``Array.join`` writes each (null as empty, a string as itself)."""
+    named = ", ".join(item if type(item) is str else shown([item]) for item in invalid)
+    return f"Invalid webhook event(s): {named}. Valid: {', '.join(valid)}"

@@ -30,6 +30,7 @@ TIMELINE_CAP = 20
 
 cdef double _MAX_DURATION = MAX_DURATION
 cdef int _MAX_VALUE_DEPTH = errors.MAX_VALUE_DEPTH
+cdef Py_ssize_t MAX_TAG = errors.MAX_TAG_CHARS
 
 _QUEUE_NAME = re.compile(r"[a-zA-Z0-9_\-.:]+\Z")
 # Queue names repeat on every command; remembering the valid ones skips the regex on the hot path.
@@ -314,6 +315,19 @@ cdef list _string_list(dict opts, str field):
     return list(<list>value)
 
 
+cdef list _tags(dict opts):
+    """``tags``: an array of strings of at most 256 characters each (no cap on how many)."""
+    value = opts.get("tags")
+    if value is None:
+        return None
+    if type(value) is not list:
+        raise CommandError(errors.TAGS_INVALID)
+    for item in <list>value:
+        if type(item) is not str or len(<str>item) > MAX_TAG:
+            raise CommandError(errors.TAGS_INVALID)
+    return list(<list>value)
+
+
 cdef tuple _name_and_data(dict opts):
     """Protocol v3 name, or the legacy envelope: a string ``data.name`` when no top-level name is sent."""
     if "name" in opts:
@@ -480,7 +494,7 @@ cdef void _rare_options(dict opts, Job job) except *:
     value = _string_list(opts, "childrenIds")
     if value:
         job.children_ids = value
-    value = _string_list(opts, "tags")
+    value = _tags(opts)
     if value:
         job.tags = value
     job.parent_id = _string(opts, "parentId")

@@ -146,12 +146,15 @@ def is_spawned(job: Any) -> bool:
 
 
 def parse_definition(cmd: dict[str, Any], now: float) -> dict[str, Any]:
-    """Validate a Cron request into a definition (the stored form, without nextRun and executions)."""
+    """Validate a Cron request into a definition (the stored form, without nextRun and executions).
+
+    The timing is checked first, as the reference checks it before anything else; then the name, the
+    queue and the rest."""
+    schedule, repeat_every, timezone = _timing(cmd, now)
     name = options.required_string(cmd, "name")
     if not name:
         raise CommandError(errors.must_be_non_empty_string("name"))
     queue = options.queue_name(cmd)
-    schedule, repeat_every, timezone = _timing(cmd, now)
     priority = options.finite_option(cmd, "priority")
     max_limit = options.finite_option(cmd, "maxLimit")
     definition: dict[str, Any] = {

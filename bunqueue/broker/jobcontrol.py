@@ -55,6 +55,7 @@ def cancel(broker: Broker, job_id: str) -> None:
     if not t.take_out(job):
         raise CommandError(errors.CANNOT_CANCEL)
     t.remove(job)
+    broker.counters.on_event(job.queue)
     broker.events.emit(job.queue, events.REMOVED, job.id, prev=prev)
 
 
@@ -161,6 +162,7 @@ def move_to_delayed(broker: Broker, job_id: str, delay: float, token: Any, now: 
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
     change_delay(broker, job_id, delay, token, now, errors.not_active(state_of(broker, job, now)))
+    broker.counters.on_event(job.queue)
     if broker.events.wanted:
         broker.events.emit(job.queue, events.DELAYED, job_id, delay=delay)
 
@@ -230,6 +232,7 @@ def update_progress(broker: Broker, job_id: str, progress: Any, message: Any, ha
     job.last_heartbeat = now
     # Losing a progress update in a crash costs nothing worth a wait for the disk.
     broker.store.job_changed(job, False)
+    broker.counters.on_event(job.queue)
     if broker.events.listening(job.queue):
         broker.events.emit(
             job.queue, events.PROGRESS, job.id, progress=value,

@@ -6,7 +6,7 @@ A numeric field is one of four kinds, each read by one function here, as the spe
 reference settle it for that field:
 
 - a number, never a numeric string: ``number_arg`` (ExtendLock/ExtendLocks ``duration``, GetJobs and
-  GetLogs bounds, WaitJob ``timeout``), ``strict_number`` (PULL/PULLB ``timeout``, ``count``) and
+  GetLogs bounds, WaitJob ``timeout``), ``strict_number`` (PULL/PULLB ``timeout``, ``count``: finite) and
   ``count_arg`` (PromoteJobs, Dlq, RetryDlq ``count``; Clean ``limit``);
 - a number or a plain decimal string: ``number_arg(coerce=True)`` (ChangeDelay and MoveToDelayed
   ``delay``, ChangePriority ``priority``, Clean ``grace``) and ``coerce_numeric`` (ClearLogs ``keepLogs``);
@@ -41,7 +41,7 @@ def queue_name(cmd: dict[str, Any]) -> str:
 
 
 def strict_number(cmd: dict[str, Any], field: str, default: float, lo: float, hi: float) -> float:
-    """A number sent as a number (not a numeric string), within [lo, hi]; an infinity meets the bounds."""
+    """A finite number sent as a number (not a numeric string), within [lo, hi]."""
     value = cmd.get(field)
     if value is None:
         return default
@@ -49,7 +49,7 @@ def strict_number(cmd: dict[str, Any], field: str, default: float, lo: float, hi
     # The usual case (every PULL) without the general path; NaN and anything out of range take it.
     if (kind is int or kind is float) and lo <= value <= hi:
         return float(value)
-    value = number_arg(cmd, field, default, finite=False, lo=lo, hi=hi)
+    value = number_arg(cmd, field, default, lo=lo, hi=hi)
     assert value is not None
     return value
 
@@ -233,10 +233,10 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def group_id_arg(cmd: dict[str, Any]) -> str:
-    """A required group id: a non-empty string of at most 256 characters without NUL."""
-    value = cmd.get("groupId")
-    if value is None:
+    """A required group id: a non-empty string of at most 256 characters without NUL (null is not one)."""
+    if "groupId" not in cmd:
         raise CommandError(errors.is_required("groupId"))
+    value = cmd["groupId"]
     return _group_id(value, "groupId")
 
 
@@ -265,10 +265,14 @@ def positive_safe_integer(value: Any, field: str) -> int:
 
 
 def group_claim(cmd: dict[str, Any]) -> GroupClaim | None:
-    """PULL/PULLB ``group``: the claim defaults and lane affinity, or None when absent."""
-    group = cmd.get("group")
-    if group is None:
+    """PULL/PULLB ``group``: the claim defaults and lane affinity, or None when absent.
+
+    Sent as null, ``group``, ``group.concurrency`` and ``group.limit`` are refused as the wrong type, as
+    the reference refuses them; only ``group.affinity`` means something as null (ungrouped jobs only).
+    """
+    if "group" not in cmd:
         return None
+    group = cmd["group"]
     if type(group) is not dict:
         raise CommandError(errors.must_be_object("group"))
     lanes, affinity = ANY_LANE, None
@@ -280,12 +284,12 @@ def group_claim(cmd: dict[str, Any]) -> GroupClaim | None:
             lanes = ONE_LANE
         else:
             raise CommandError(errors.must_be_string_or_null("group.affinity"))
-    concurrency = group.get("concurrency")
-    if concurrency is not None:
-        concurrency = positive_safe_integer(concurrency, "group.concurrency")
+    concurrency = None
+    if "concurrency" in group:
+        concurrency = positive_safe_integer(group["concurrency"], "group.concurrency")
     limit_max = limit_duration = 0
-    limit = group.get("limit")
-    if limit is not None:
+    if "limit" in group:
+        limit = group["limit"]
         if type(limit) is not dict:
             raise CommandError(errors.must_be_object("group.limit"))
         limit_max = positive_safe_integer(limit.get("max"), "group.limit.max")

@@ -1,4 +1,8 @@
-"""Queue controls: Pause, Resume, IsPaused. A paused queue hands out nothing; resuming wakes its pullers."""
+"""Queue controls: Pause, Resume, IsPaused. A paused queue hands out nothing; resuming wakes its pullers.
+
+Every Pause and Resume is an event (`paused`, `resumed`), a repeated one too, as in the reference; only a
+change of state is stored.
+"""
 from __future__ import annotations
 
 from bunqueue.broker import events
@@ -10,8 +14,9 @@ def pause(broker: Broker, queue: str) -> None:
     if not q.paused:
         q.paused = True
         broker.store.queue_changed(q.name, q.settings())
-        # Queue-level events carry an empty jobId: clients reject an event whose jobId is not a string.
-        broker.events.emit(q.name, events.PAUSED, "")
+    broker.counters.on_event(q.name)
+    # Queue-level events carry an empty jobId: clients reject an event whose jobId is not a string.
+    broker.events.emit(q.name, events.PAUSED, "")
 
 
 def resume(broker: Broker, queue: str) -> None:
@@ -20,7 +25,8 @@ def resume(broker: Broker, queue: str) -> None:
         q.paused = False
         broker.store.queue_changed(q.name, q.settings())
         q.wake(len(q.waiters))
-        broker.events.emit(q.name, events.RESUMED, "")
+    broker.counters.on_event(q.name)
+    broker.events.emit(q.name, events.RESUMED, "")
 
 
 def is_paused(broker: Broker, queue: str) -> bool:

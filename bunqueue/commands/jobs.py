@@ -33,18 +33,22 @@ def handle_pushb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
     return {"ok": True, "ids": ids}
 
 
-def _pull_options(cmd: dict[str, Any]) -> tuple[str, float, str | None, float, GroupClaim | None]:
+def _pull_options(cmd: dict[str, Any], batch: bool) -> tuple[str, int, float, str | None, float, GroupClaim | None]:
+    """(queue, count, timeout, owner, lockTtl, group claim), checked in the reference's order: queue,
+    count (PULLB), timeout, group, then the lease fields."""
     queue = validate_queue_name(cmd.get("queue"))
+    # A PULLB without count pulls one job: the reference accepts the omission.
+    count = int(options.strict_number(cmd, "count", 1, 1, options.MAX_PULL_COUNT)) if batch else 1
     timeout = options.strict_number(cmd, "timeout", 0.0, 0, options.MAX_PULL_TIMEOUT)
+    # Most pulls name no group: no call to learn that.
+    claim = options.group_claim(cmd) if "group" in cmd else None
     owner = options.optional_string(cmd, "owner")
     lock_ttl = options.lock_ttl(cmd) if owner is not None else options.DEFAULT_LOCK_TTL
-    # Most pulls name no group: no call to learn that.
-    claim = None if cmd.get("group") is None else options.group_claim(cmd)
-    return queue, timeout, owner, lock_ttl, claim
+    return queue, count, timeout, owner, lock_ttl, claim
 
 
 def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
-    queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
+    queue, _, timeout, owner, lock_ttl, claim = _pull_options(cmd, False)
     detach = flag_option(cmd, "detach") and owner is None
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach, claim)
@@ -69,9 +73,7 @@ def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
 
 
 def handle_pullb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
-    queue, timeout, owner, lock_ttl, claim = _pull_options(cmd)
-    # A PULLB without count pulls one job: the reference accepts the omission.
-    count = int(options.strict_number(cmd, "count", 1, 1, options.MAX_PULL_COUNT))
+    queue, count, timeout, owner, lock_ttl, claim = _pull_options(cmd, True)
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False, claim)
     if not jobs and timeout > 0:

@@ -56,12 +56,17 @@ def handle_list_webhooks(broker: Broker, cmd: dict[str, Any], session: Session) 
 
 
 def handle_set_webhook_enabled(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+    # The webhook is looked up before `enabled` is read, as in the reference: an unknown id is the answer
+    # whatever else the request holds.
+    registry = broker.events.webhooks
+    hook_id = cmd.get("id")
+    if type(hook_id) is not str or hook_id not in registry.hooks:
+        raise CommandError(errors.WEBHOOK_NOT_FOUND)
     enabled = cmd.get("enabled")
     if enabled is not True and enabled is not False:
         raise CommandError(errors.must_be_boolean("enabled"))
-    hook = broker.events.webhooks.set_enabled(cmd.get("id"), enabled)
-    if hook is None:
-        raise CommandError(errors.WEBHOOK_NOT_FOUND)
+    hook = registry.set_enabled(hook_id, enabled)
+    assert hook is not None
     broker.events.refresh()
     broker.store.webhook_changed(hook.id, hook.record())
     return {"ok": True}

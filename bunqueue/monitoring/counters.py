@@ -189,8 +189,8 @@ class Counters:
     """The broker's running totals. Transitions call the ``on_*`` methods; readers use the rest.
 
     ``list_crons`` is the hook through which a cron scheduler shows its schedules (dashboards, the
-    Prometheus gauge): a callable returning one view per schedule, {name, queue, schedule, repeatEvery,
-    nextRun, executions}.
+    Prometheus gauge): a callable returning one view per schedule, at least {name, queue, schedule,
+    repeatEvery, nextRun, executions} (the fields the dashboard overview shows).
     """
 
     __slots__ = (

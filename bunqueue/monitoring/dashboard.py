@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 DLQ_PREVIEW = 10
 DEFAULT_JOBS_LIMIT = 10
 MAX_JOBS_LIMIT = 50
+# What the overview shows of each cron (the reference's dashboard fields; CronGet has the rest).
+CRON_FIELDS = ("name", "queue", "schedule", "repeatEvery", "nextRun", "executions")
 
 
 def overview(broker: Broker) -> dict[str, Any]:
@@ -57,7 +59,7 @@ def overview(broker: Broker) -> dict[str, Any]:
         },
         "collections": collections(broker, t),
         "workers": {"total": len(workers.workers), "active": active_workers, "list": worker_list},
-        "crons": counters.list_crons(),
+        "crons": [{field: cron[field] for field in CRON_FIELDS} for cron in counters.list_crons()],
         "storage": dict(broker.store.status),
         "timestamp": now,
     }

@@ -19,10 +19,22 @@ _FORBIDDEN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|]")
 METADATA_HOSTS = ("169.254.169.254", "metadata.google.internal")
 
 
+def _missing(value: object) -> bool:
+    """Whether a non-string ``url`` counts as not given: the reference's ``!url || url.length === 0``
+    (null, false, 0, NaN, an empty array). Any other value is a URL that does not parse."""
+    if value is None or value is False:
+        return True
+    if type(value) in (int, float):
+        return value == 0 or value != value
+    return type(value) is list and not value
+
+
 def webhook_url_error(url: object, allow_private: bool = False) -> str | None:
     """The reason ``url`` is refused, or None. ``allow_private`` admits loopback and private networks
     (never the cloud metadata endpoints): for tests and receivers on the broker's own network."""
-    if type(url) is not str or not url:
+    if type(url) is not str:
+        return errors.WEBHOOK_URL_REQUIRED if _missing(url) else errors.WEBHOOK_URL_INVALID
+    if not url:
         return errors.WEBHOOK_URL_REQUIRED
     if len(url) > MAX_URL_LENGTH:
         return errors.WEBHOOK_URL_TOO_LONG

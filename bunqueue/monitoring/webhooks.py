@@ -210,9 +210,10 @@ class WebhookRegistry:
         error = webhook_url_error(url, self.allow_private)
         if error is not None:
             raise CommandError(error)
-        if type(events) is not list or any(type(e) is not str for e in events):
+        if type(events) is not list:
             raise CommandError(errors.must_be_string_array("events"))
-        invalid = [e for e in events if e not in WEBHOOK_EVENTS]
+        # A member that is not a string is an unknown event like any other, named as the reference names it.
+        invalid = [e for e in events if type(e) is not str or e not in WEBHOOK_EVENTS]
         if invalid:
             raise CommandError(errors.invalid_webhook_events(invalid, WEBHOOK_EVENTS))
 

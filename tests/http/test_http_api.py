@@ -246,7 +246,10 @@ async def test_monitoring_answers_in_the_originals_shapes(http: Any) -> None:
     assert set(metrics["metrics"]) == {"totalPushed", "totalPulled", "totalCompleted", "totalFailed"}
     status, board, _ = await fetch(http, "GET", "/dashboard")
     cron = next(c for c in board["crons"]["list"] if c["name"] == "h-mon-cron")
-    assert cron["repeatEvery"] == 3600000 and board["crons"]["truncated"] is False
+    next_run = (await fetch(http, "GET", "/crons/h-mon-cron"))[1]["cron"]["nextRun"]
+    assert cron == {"name": "h-mon-cron", "queue": "h-mon", "schedule": None, "repeatEvery": 3600000,
+                    "nextRun": next_run, "executions": 0}
+    assert set(board["crons"]) == {"total", "list", "truncated"} and board["crons"]["truncated"] is False
     status, page, _ = await fetch(http, "GET", "/dashboard/queues?limit=1&offset=0")
     assert page["limit"] == 1 and page["offset"] == 0 and len(page["queues"]) == 1 and page["total"] >= 1
     assert set(page["queues"][0]) == {"name", "waiting", "delayed", "active", "dlq", "paused"}

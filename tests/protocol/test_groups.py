@@ -118,7 +118,7 @@ async def test_group_max_size_admission(conn: Connection, queue_name: str) -> No
         ("RateLimitGroup", {"groupId": "A", "duration": 0}, "duration must be a positive safe integer"),
         ("PauseGroup", {}, "groupId is required"),
         ("ResumeGroup", {"groupId": ""}, "groupId must be a non-empty string"),
-        ("IsGroupPaused", {"groupId": None}, "groupId is required"),
+        ("IsGroupPaused", {"groupId": None}, "groupId must be a string"),
         ("GetGroupRateLimit", {"groupId": ["A"]}, "groupId must be a string"),
         ("RemoveGroupRateLimit", {}, "groupId is required"),
         ("GetGroupRateLimitTtl", {}, "groupId is required"),

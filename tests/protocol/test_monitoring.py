@@ -117,6 +117,52 @@ async def test_trim_events_reports_the_exact_removed_count(c: Connection) -> Non
     assert (await ok(c, {"cmd": "TrimEvents", "queue": "never", "maxLength": 0}))["data"] == {"removed": 0}
 
 
+async def test_trim_events_counts_every_lifecycle_event(c: Connection) -> None:
+    """Each event the reference journals counts once, whether anyone listens or not."""
+
+    async def removed(queue: str) -> int:
+        reply = await ok(c, {"cmd": "TrimEvents", "queue": queue, "maxLength": 0})
+        return int(reply["data"]["removed"])
+
+    async def push(queue: str, **options: Any) -> str:
+        return str((await ok(c, {"cmd": "PUSH", "queue": queue, "name": "n", "data": {}, **options}))["id"])
+
+    await push("te-progress")
+    job = (await ok(c, {"cmd": "PULL", "queue": "te-progress"}))["job"]["id"]
+    await ok(c, {"cmd": "Progress", "id": job, "progress": 50})
+    assert await removed("te-progress") == 3  # pushed, pulled, progress
+    await ok(c, {"cmd": "Cancel", "id": await push("te-cancel")})
+    assert await removed("te-cancel") == 2  # pushed, removed
+    await push("te-dup", uniqueKey="k")
+    await push("te-dup", uniqueKey="k")
+    assert await removed("te-dup") == 2  # pushed, duplicated
+    await push("te-delay")
+    job = (await ok(c, {"cmd": "PULL", "queue": "te-delay"}))["job"]["id"]
+    await ok(c, {"cmd": "MoveToDelayed", "id": job, "delay": 10000})
+    assert await removed("te-delay") == 3  # pushed, pulled, delayed
+    for cmd in ("Pause", "Pause", "Resume", "Resume"):
+        await ok(c, {"cmd": cmd, "queue": "te-pause"})
+    assert await removed("te-pause") == 4  # a repeated pause or resume is an event too
+
+
+async def test_a_repeated_pause_is_heard_again(c: Connection, own_server: ServerProcess) -> None:
+    listener = await connect(*own_server.addr)
+    try:
+        await ok(listener, {"cmd": "SubscribeEvents", "queue": "te-heard"})
+        for cmd in ("Pause", "Pause", "Resume", "Resume"):
+            await ok(c, {"cmd": cmd, "queue": "te-heard"})
+        # Written to the listener before the answer to its later Ping.
+        await ok(listener, {"cmd": "Ping"})
+        heard = []
+        while not listener.events.empty():
+            frame = listener.events.get_nowait()
+            heard.append((frame["event"]["eventType"], frame["event"]["jobId"]))
+        assert heard == [("paused", ""), ("paused", ""), ("resumed", ""), ("resumed", "")]
+        assert (await ok(c, {"cmd": "IsPaused", "queue": "te-heard"}))["paused"] is False
+    finally:
+        await listener.close()
+
+
 @pytest.mark.parametrize(("cmd", "error"), [
     ({"queue": "tr"}, "maxLength must be a non-negative safe integer"),
     ({"queue": "tr", "maxLength": -1}, "maxLength must be a non-negative safe integer"),
@@ -209,6 +255,21 @@ async def test_dashboards(c: Connection) -> None:
     assert data["collections"]["clientJobs"] == 1 and data["collections"]["clientJobsTotal"] == 1
     assert data["workers"] == {"total": 0, "active": 0, "list": []} and data["crons"] == []
     assert data["memory"]["rss"] > 0
+    await ok(c, {"cmd": "Cron", "name": "dash-every", "queue": "dash", "repeatEvery": 60000, "priority": 3,
+                 "maxLimit": 5})
+    await ok(c, {"cmd": "Cron", "name": "dash-at", "queue": "dash", "schedule": "0 0 1 1 *", "timezone": "UTC"})
+    crons = {cron["name"]: cron for cron in (await ok(c, {"cmd": "CronList"}))["crons"]}
+    # The overview shows six fields of each cron, as the reference does; CronGet has the rest.
+    listed = (await ok(c, {"cmd": "DashboardOverview"}))["data"]["crons"]
+    assert listed == [
+        {field: crons[name][field] for field in ("name", "queue", "schedule", "repeatEvery", "nextRun", "executions")}
+        for name in ("dash-every", "dash-at")
+    ]
+    assert [(cron["schedule"], cron["repeatEvery"], cron["executions"]) for cron in listed] == [
+        (None, 60000, 0), ("0 0 1 1 *", None, 0)]
+    assert all(type(cron["nextRun"]) is float for cron in listed)
+    await ok(c, {"cmd": "CronDelete", "name": "dash-every"})
+    await ok(c, {"cmd": "CronDelete", "name": "dash-at"})
     queues = (await ok(c, {"cmd": "DashboardQueues"}))["data"]["queues"]
     assert queues == [{"name": "dash", "waiting": 56, "prioritized": 0, "delayed": 1, "active": 1, "dlq": 0,
                        "paused": False}]

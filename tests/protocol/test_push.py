@@ -85,7 +85,7 @@ async def test_all_options_are_stored(conn: Connection, queue_name: str) -> None
         ({"name": ""}, "Job name must be a non-empty string of at most 256 characters"),
         ({"name": "n" * 257}, "Job name must be a non-empty string of at most 256 characters"),
         ({"dependsOn": ["no-such-job"]}, "Dependency job not found: no-such-job"),
-        ({"tags": "x"}, "tags must be an array of strings"),
+        ({"tags": "x"}, "tags must be an array of strings of at most 256 characters"),
         ({"lifo": "yes"}, "lifo must be a boolean"),
         ({"repeat": {"every": -1}}, "repeat.every must be a positive finite number"),
     ],

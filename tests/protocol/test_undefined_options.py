@@ -75,7 +75,7 @@ def test_undefined_in_a_list_of_options_gets_a_clear_error(raw: RawClient) -> No
     reply = raw.call({"cmd": "PUSHB", "queue": "undef-list", "jobs": [UNDEFINED, {"name": "a", "data": 1}]})
     assert reply == {"ok": False, "error": "jobs[0]: job must be an object"}
     reply = raw.call({"cmd": "PUSHB", "queue": "undef-list", "jobs": [{"name": "a", "data": 1, "tags": [UNDEFINED]}]})
-    assert reply == {"ok": False, "error": "jobs[0]: tags must be an array of strings"}
+    assert reply == {"ok": False, "error": "jobs[0]: tags must be an array of strings of at most 256 characters"}
     reply = raw.call({"cmd": "ACKB", "ids": [UNDEFINED]})
     assert reply["ok"] is False and reply["error"].startswith("Job not found or not in processing state"), reply
     assert raw.call({"cmd": "Count", "queue": "undef-list"})["count"] == 0

@@ -188,6 +188,7 @@ class TransitionCore:
                 keys.extend(job, owner_id, now)
                 return owner_id
             else:
+                self.counters.on_event(job.queue)
                 if self.events.wanted:
                     self.events.emit(job.queue, events.DUPLICATED, owner_id)
                 return owner_id

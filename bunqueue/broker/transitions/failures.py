@@ -105,6 +105,7 @@ class Transitions(TransitionCore):
             to_dlq = attempts_out or job.stall_count >= DEFAULT_MAX_STALLS
         if cause is not INTERRUPTED:
             job.last_heartbeat = now
+            self.counters.on_event(job.queue)
             if self.events.wanted:
                 self.events.stalled(job, to_dlq)
         if to_dlq:

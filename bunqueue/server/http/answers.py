@@ -145,8 +145,7 @@ class Answers:
         listed = workers.get("list") or []
         doc["workers"] = {**workers, "list": listed[:DASHBOARD_LIST_MAX], "truncated": len(listed) > DASHBOARD_LIST_MAX}
         crons = overview.get("crons") or []
-        keys = ("name", "queue", "schedule", "repeatEvery", "nextRun", "executions")
-        doc["crons"] = {"total": len(crons), "list": [{k: c.get(k) for k in keys} for c in crons[:DASHBOARD_LIST_MAX]],
+        doc["crons"] = {"total": len(crons), "list": crons[:DASHBOARD_LIST_MAX],
                         "truncated": len(crons) > DASHBOARD_LIST_MAX}
         return doc, 200
 
