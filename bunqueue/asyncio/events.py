@@ -15,6 +15,7 @@ from bunqueue.asyncio.base import open_transport
 from bunqueue.asyncio.emitter import EventEmitter
 from bunqueue.client.transport import DEFAULT_PORT, Subscription, TlsOption, Transport
 
+
 def translate(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """The TS client's name and payload of one wire event; None for a kind it does not report."""
     kind = event.get("eventType")

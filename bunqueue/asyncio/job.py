@@ -129,7 +129,7 @@ class Job(JobView):
         raw: dict[str, Any],
         transport: Transport | None = None,
         token: str | None = None,
-        on_progress: Callable[[Job, Any], None] | None = None,
+        on_progress: Callable[[Job, Any], object] | None = None,
     ) -> None:
         super().__init__(raw)
         self.token = token

@@ -115,7 +115,7 @@ class QueueAdminOps:
     ) -> str | None:
         reply = await self.transport.call(compact({"cmd": "AddWebhook", "url": url, "events": events,
                                                    "queue": queue, "secret": secret}))
-        data = reply.get("data") if isinstance(reply.get("data"), dict) else reply
+        data = reply["data"] if isinstance(reply.get("data"), dict) else reply
         webhook_id = data.get("webhookId") or data.get("id")
         return str(webhook_id) if webhook_id else None
 

@@ -20,11 +20,12 @@ from typing import Any
 import msgpack
 
 from bunqueue.client.connection import decode_payload
-from bunqueue.client.loopthread import at_exit, background, hop
+from bunqueue.client.loopthread import at_exit, hop
 from bunqueue.client.transport import EventCallback, Reply, Subscription, checked
 from bunqueue.config import Settings
 from bunqueue.errors import CLIENT_CLOSED, ConnectionClosedError, SerializationError
 from bunqueue.server.app import BrokerServer
+from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 
@@ -105,7 +106,7 @@ class EngineClient:
         self.engine = found
         self.runner = found.runner
         self.session = self.runner.new_session()
-        self.limiter = None
+        self.limiter: RequestRateLimiter | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
         self.pending: dict[str, asyncio.Future[Reply]] = {}

@@ -127,7 +127,7 @@ class TcpTransport:
             conn = await connect(self.host, self.port, token=self.token, timeout=self.connect_timeout, ssl=self.ssl)
         except AuthenticationError:
             raise
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             self.retry_at = loop.time() + RECONNECT_BACKOFF_S[min(self.failures, len(RECONNECT_BACKOFF_S) - 1)]
             self.failures += 1
             raise ConnectionClosedError(f"connect to {self.host}:{self.port} failed: {exc}") from exc
@@ -202,7 +202,7 @@ class TcpEventStream:
                 self.error = exc
                 self.ready.set()
                 return
-            except (OSError, asyncio.TimeoutError):
+            except (TimeoutError, OSError):
                 pass
             await asyncio.sleep(RECONNECT_BACKOFF_S[min(failures, len(RECONNECT_BACKOFF_S) - 1)])
             failures += 1

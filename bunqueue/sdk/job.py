@@ -17,7 +17,7 @@ class Job(aio.JobView):
         raw: dict[str, Any],
         connection: Transport | None = None,
         token: str | None = None,
-        on_progress: Callable[[Job, Any], None] | None = None,
+        on_progress: Callable[[Job, Any], object] | None = None,
     ) -> None:
         super().__init__(raw)
         self.token = token
