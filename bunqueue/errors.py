@@ -518,3 +518,48 @@ def invalid_webhook_events(invalid: list[Any], valid: tuple[str, ...]) -> str:
     """The unknown members as JS ``Array.join`` writes each (null as empty, a string as itself)."""
     named = ", ".join(item if type(item) is str else shown([item]) for item in invalid)
     return f"Invalid webhook event(s): {named}. Valid: {', '.join(valid)}"
+
+
+# -- the Python client (bunqueue.Queue, bunqueue.asyncio, ...) ---------------------------------------
+# The names of the published synchronous SDK, so a program written for it catches the same exceptions.
+# The client raises ``RemoteCommandError`` for an ``{ok: false}`` reply: it is both the SDK's
+# ``BunqueueError`` and this module's ``CommandError``, whose text is the server's error.
+
+
+class BunqueueError(Exception):
+    """Base class of the errors the client raises."""
+
+
+class RemoteCommandError(BunqueueError, CommandError):
+    """The server answered ``{ok: false, error}``; ``str(exc)`` is the error text."""
+
+
+class AuthenticationError(BunqueueError):
+    """The server refused the ``Auth`` token."""
+
+
+AuthError = AuthenticationError
+
+
+class ProtocolError(BunqueueError, ConnectionError):
+    """The server sent a frame that cannot be decoded; the connection is dropped."""
+
+
+class ConnectionClosedError(BunqueueError, ConnectionError):
+    """The connection is closed, or was lost before the reply arrived."""
+
+
+class CommandTimeoutError(BunqueueError, TimeoutError):
+    """No reply within the command timeout."""
+
+
+class SerializationError(BunqueueError):
+    """A command cannot be packed as MessagePack within the frame limit; nothing was sent."""
+
+
+class UnrecoverableError(BunqueueError):
+    """Raised by a processor: the job fails at once, without its remaining attempts."""
+
+
+CLIENT_CLOSED = "client is closed"
+BLOCKING_ON_LOOP = "a blocking client call cannot run on the client's own event-loop thread"

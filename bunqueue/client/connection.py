@@ -18,6 +18,8 @@ from typing import Any
 
 import msgpack
 
+from bunqueue.errors import AuthenticationError, BunqueueError, ProtocolError
+
 __all__ = (
     "AuthenticationError",
     "BunqueueError",
@@ -37,18 +39,6 @@ _unpack_header = _HEADER.unpack_from
 # Prefix of generated request ids; tests tend to pick plain numbers or words for their own ids.
 _REQ_ID_PREFIX = "~"
 _REQ_ID_KEY = msgpack.packb("reqId")
-
-
-class BunqueueError(Exception):
-    """Base class of the errors raised by this client."""
-
-
-class AuthenticationError(BunqueueError):
-    """The server rejected the ``Auth`` command."""
-
-
-class ProtocolError(BunqueueError, ConnectionError):
-    """The server sent a frame that cannot be decoded; the connection is dropped."""
 
 
 def _ext_hook(code: int, data: bytes) -> Any:

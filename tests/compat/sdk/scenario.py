@@ -1,6 +1,8 @@
 """What every SDK scenario script shares: where the broker is, fresh queue names, waiting for a condition.
 
-These scripts run in the SDK's own virtual environment, where `bunqueue` is the published client.
+These scripts run in the SDK's own virtual environment, where `bunqueue` is the published client, and,
+with COMPAT_CLIENT=package, unchanged with this project's interpreter, where `bunqueue` is this package and
+its synchronous client.
 """
 from __future__ import annotations
 
@@ -9,12 +11,17 @@ import time
 import uuid
 from collections.abc import Callable
 from importlib.metadata import version
+from importlib.util import find_spec
 from typing import Any
 
 import bunqueue
 
-# The SDK and the broker share the import name `bunqueue`: make sure the SDK is the one imported here.
-assert version("bunqueue-client") == "0.1.5" and hasattr(bunqueue, "Worker"), bunqueue.__file__
+if os.environ.get("COMPAT_CLIENT") == "package":
+    # This project's own client: the package that also holds the broker.
+    assert find_spec("bunqueue.server") is not None and hasattr(bunqueue, "Worker"), bunqueue.__file__
+else:
+    # The SDK and the broker share the import name `bunqueue`: make sure the SDK is the one imported here.
+    assert version("bunqueue-client") == "0.1.5" and hasattr(bunqueue, "Worker"), bunqueue.__file__
 
 
 def broker() -> dict[str, Any]:

@@ -1,0 +1,62 @@
+"""The synchronous Connection: a TCP transport that Queue and FlowProducer objects can share."""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue.client.transport import DEFAULT_PORT, PROTOCOL_VERSION, TcpTransport, TlsOption
+from bunqueue.sdk.blocking import run
+from bunqueue.sdk.telemetry import TelemetryHandler
+
+
+class Connection:
+    """Pipelined TCP connection to a server: connects on first use, reconnects with backoff after a loss.
+
+    Any thread may call it. ``on_telemetry`` is accepted for the published SDK's signature and not called.
+    """
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = DEFAULT_PORT,
+        token: str | None = None,
+        tls: TlsOption = None,
+        connect_timeout: float = 5.0,
+        command_timeout: float = 10.0,
+        on_telemetry: TelemetryHandler | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.token = token
+        self.tls = tls
+        self.connect_timeout = connect_timeout
+        self.command_timeout = command_timeout
+        self.transport = TcpTransport(host, port, token, tls, connect_timeout, command_timeout)
+
+    def call(self, command: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Send ``command`` and return its reply; RemoteCommandError (a CommandError) for ``ok: false``."""
+        return run(self.transport.call(command, timeout))
+
+    def connect(self) -> None:
+        run(self.transport.connection())
+
+    def ping(self) -> bool:
+        try:
+            reply = self.call({"cmd": "Ping"})
+        except Exception:  # noqa: BLE001 - ping answers yes or no
+            return False
+        data = reply.get("data")
+        return bool(isinstance(data, dict) and data.get("pong"))
+
+    def hello(self) -> dict[str, Any]:
+        return self.call({"cmd": "Hello", "protocolVersion": PROTOCOL_VERSION, "capabilities": ["pipelining"]})
+
+    @property
+    def connected(self) -> bool:
+        return self.transport.connected
+
+    @property
+    def generation(self) -> int:
+        return self.transport.generation
+
+    def close(self) -> None:
+        run(self.transport.close())

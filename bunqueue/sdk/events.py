@@ -1,0 +1,56 @@
+"""The synchronous QueueEvents: one queue's events, to listeners called on a thread of their own."""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue.asyncio import events as aio
+from bunqueue.client.transport import DEFAULT_PORT, TlsOption
+from bunqueue.sdk.blocking import ThreadedEmitter, run
+from bunqueue.sdk.connection import Connection
+
+
+class _Bridged(aio.QueueEvents):
+    outer: QueueEvents
+
+    def emit(self, event: str, *args: Any) -> bool:
+        return self.outer.emit(event, *args)
+
+    def listener_count(self, event: str) -> int:
+        return self.outer.listener_count(event)
+
+
+class QueueEvents(ThreadedEmitter):
+    """``on(name, callback)`` with the TS client's event names (see ``bunqueue.asyncio.events``)."""
+
+    def __init__(
+        self,
+        name: str,
+        host: str = "localhost",
+        port: int = DEFAULT_PORT,
+        token: str | None = None,
+        tls: TlsOption = None,
+        connection: Connection | None = None,
+        prefix_key: str = "",
+        *,
+        embedded: bool = False,
+        data_path: str | None = None,
+    ) -> None:
+        super().__init__()
+        self._aio = _Bridged(name, host, port, token, tls, connection.transport if connection else None,
+                             prefix_key, autorun=False, embedded=embedded, data_path=data_path)
+        self._aio.outer = self
+        self.name = self._aio.name
+        run(self._aio.wait_until_ready())
+
+    def wait_until_ready(self) -> None:
+        run(self._aio.wait_until_ready())
+
+    def close(self) -> None:
+        run(self._aio.close())
+        self._settle_listeners()
+
+    def __enter__(self) -> QueueEvents:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
