@@ -6,7 +6,7 @@ from typing import Any
 
 from bunqueue._core.jobs import Job
 from bunqueue._testbase.clock import T0, FakeClock
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS
 from bunqueue.storage import MemoryStore

@@ -12,7 +12,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue.broker import states
-from bunqueue.broker.records import JobRecords
+from bunqueue.broker.components.records import JobRecords
 from bunqueue.errors import CommandError
 
 

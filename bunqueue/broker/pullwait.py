@@ -6,13 +6,13 @@ from typing import Any
 
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.queues import QueueState
 from bunqueue.broker.session import Session
+from bunqueue.broker.wiring import Wiring
 
 
 async def wait_for_jobs(
-    broker: Broker,
+    broker: Wiring,
     q: QueueState,
     count: int,
     session: Session,

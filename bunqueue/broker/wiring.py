@@ -21,10 +21,19 @@ from bunqueue import errors
 from bunqueue._core.admission import build_batch, needing_checks
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import dlq, events, repeat, states
+from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.crons import CronRegistry
-from bunqueue.broker.deadlines import (
+from bunqueue.broker.components import eventhub, repeatchain
+from bunqueue.broker.components.deadletters import DeadLetters
+from bunqueue.broker.components.dependencies import Dependencies
+from bunqueue.broker.components.flowpolicy import FlowPolicies
+from bunqueue.broker.components.queues import Queues, QueueState
+from bunqueue.broker.components.records import JobRecords
+from bunqueue.broker.components.uniquekeys import UniqueKeys
+from bunqueue.broker.ops import dlq
+from bunqueue.broker.session import Session
+from bunqueue.broker.timers.cronregistry import CronRegistry
+from bunqueue.broker.timers.deadlines import (
     CRON,
     DLQ,
     GROUP_LIMITS,
@@ -37,25 +46,18 @@ from bunqueue.broker.deadlines import (
     Alarms,
     Handler,
 )
-from bunqueue.broker.dedup import UniqueKeys
-from bunqueue.broker.dependencies import Dependencies
-from bunqueue.broker.dlqtable import DeadLetters
-from bunqueue.broker.flowpolicy import FlowPolicies
-from bunqueue.broker.groups import GroupControls
-from bunqueue.broker.limits import RateLimitWakeups
-from bunqueue.broker.queue import Queues, QueueState
-from bunqueue.broker.records import JobRecords
-from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import StallDetector
-from bunqueue.broker.timeouts import JobTimeouts
+from bunqueue.broker.timers.groupcontrols import GroupControls
+from bunqueue.broker.timers.ratelimits import RateLimitWakeups
+from bunqueue.broker.timers.stalls import StallDetector
+from bunqueue.broker.timers.timeouts import JobTimeouts
+from bunqueue.broker.timers.workerregistry import WorkerRegistry
 from bunqueue.broker.transitions import FAILED, Transitions
-from bunqueue.broker.workers import WorkerRegistry
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import MemoryStore, Store
 
 
-class Broker:
+class Wiring:
     def __init__(
         self,
         *,
@@ -77,7 +79,7 @@ class Broker:
         self.jobs = self.records.jobs
         self.keys = UniqueKeys(self.jobs, self.store)
         self.deps = Dependencies(self.records)
-        self.events = events.EventHub(clock)
+        self.events = eventhub.EventHub(clock)
         self.queues.on_created = self.events.queue_created
         # Running totals for Stats, Metrics, Prometheus and the dashboards (see monitoring.counters).
         self.counters = Counters()
@@ -98,7 +100,7 @@ class Broker:
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
-        self.repeats = t.repeats = repeat.RepeatChain(self.push)
+        self.repeats = t.repeats = repeatchain.RepeatChain(self.push)
         # The per-job commands go straight to their transition: no layer in between on the hot path.
         self.pull = t.activate
         self.ack = t.complete_active
@@ -151,7 +153,7 @@ class Broker:
         job = self._build(opts, queue, now, False, check_size)
         self.deps.check(job, ())
         if job.repeat is not None:
-            repeat.check(job, opts["repeat"], now)
+            repeatchain.check(job, opts["repeat"], now)
         if job.group_id is not None:
             self.check_group_caps([job])
         if job.unique_key is not None:
@@ -191,7 +193,7 @@ class Broker:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
             if job.repeat is not None:
                 try:
-                    repeat.check(job, items[i]["repeat"], now)
+                    repeatchain.check(job, items[i]["repeat"], now)
                 except CommandError as exc:
                     raise CommandError(errors.batch_item(i, exc.message)) from None
             if job.parent_id is not None:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker import cleanup, options
-from bunqueue.broker.broker import Broker
+from bunqueue import options
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops import cleanup
 from bunqueue.broker.session import Session
 
 Reply = dict[str, Any]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import errors
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import dlq, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.dlqtable import Entry
+from bunqueue import errors, options
+from bunqueue.broker.components.deadletters import Entry
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops import dlq
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 

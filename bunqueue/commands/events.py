@@ -1,10 +1,10 @@
-"""Event subscriptions: SubscribeEvents, UnsubscribeEvents (see ``bunqueue.broker.events``)."""
+"""Event subscriptions: SubscribeEvents, UnsubscribeEvents (see ``bunqueue.broker.components.eventhub``)."""
 from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
+from bunqueue import options
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 
 Reply = dict[str, Any]

@@ -6,9 +6,10 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
+from bunqueue import options
 from bunqueue._core.jobs import Job
-from bunqueue.broker import flows, options
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops import flows
 from bunqueue.broker.session import Session
 from bunqueue.commands.jobs import SIZE_CHECK_FRAME_BYTES
 from bunqueue.errors import CommandError

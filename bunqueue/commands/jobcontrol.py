@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from bunqueue import options
 from bunqueue._core.jobs import MAX_DURATION, NO_DATA, check_nesting
-from bunqueue.broker import jobcontrol, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.completion import wait_for_job
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.jobwait import wait_for_job
+from bunqueue.broker.ops import jobcontrol
 from bunqueue.broker.session import Session
 from bunqueue.errors import CANNOT_CHANGE_DELAY, CommandError, must_be_string
 

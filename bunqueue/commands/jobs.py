@@ -4,14 +4,14 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, check_nesting, flag_option, validate_queue_name
-from bunqueue.broker import options, outcomes
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops import jobs
+from bunqueue.broker.pullwait import wait_for_jobs
 from bunqueue.broker.session import Session
-from bunqueue.broker.waiting import wait_for_jobs
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -106,7 +106,7 @@ def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
         # The attempt may have been finalized (timeout) or requeued (lost lease, stall) meanwhile.
-        return outcomes.late_ack(broker, job_id, token, result, has_result, remove, refusal)
+        return jobs.late_ack(broker, job_id, token, result, has_result, remove, refusal)
     broker.ack(job, result, has_result, remove)
     return {"ok": True}
 
@@ -124,7 +124,7 @@ def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
             check_nesting(result, "result")
         except CommandError as exc:
             raise CommandError(errors.item_error("results", i, exc.message)) from None
-    return outcomes.ack_batch(broker, ids, tokens, results)
+    return jobs.ack_batch(broker, ids, tokens, results)
 
 
 def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -133,7 +133,7 @@ def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     try:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
-        return outcomes.late_fail(broker, job_id, token, refusal)
+        return jobs.late_fail(broker, job_id, token, refusal)
     broker.fail(
         job,
         cmd.get("error"),

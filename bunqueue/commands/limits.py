@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.queue import DEFAULT_STALL_CONFIG, merged_config
+from bunqueue.broker.components.queues import DEFAULT_STALL_CONFIG, merged_config
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import config_of
+from bunqueue.broker.timers.stalls import config_of
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]

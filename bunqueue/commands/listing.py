@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import listing, options
-from bunqueue.broker.broker import Broker
+from bunqueue import errors, options
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops import listing
 from bunqueue.broker.session import Session
 from bunqueue.commands.queries import job_view
 from bunqueue.errors import CommandError

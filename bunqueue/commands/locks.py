@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.locks import extend_lock, job_heartbeat
+from bunqueue import errors, options
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops.locks import extend_lock, job_heartbeat
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import logs, options
-from bunqueue.broker.broker import Broker
+from bunqueue import errors, options
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.ops import logs
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.jobs import validate_queue_name
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.commands.queries import _counts
 from bunqueue.errors import CommandError

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import __version__
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 
 PROTOCOL_VERSION = 3

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
+from bunqueue import errors, options
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
-from bunqueue.broker.workers import ACTIVE
+from bunqueue.broker.timers.workerregistry import ACTIVE
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]

@@ -7,7 +7,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-from bunqueue.monitoring.webhook_urls import address_error
+from bunqueue.webhooks.urls import address_error
 
 # What a POST to a receiver may raise: each is a failed attempt, never a crash of the delivery thread.
 SEND_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, aiohttp.ClientError, OSError, ValueError)

@@ -25,7 +25,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bunqueue.broker.clock import now_ms
-from bunqueue.monitoring.webhooks import EventRecord, Webhook, WebhookRegistry, payload_of
+from bunqueue.webhooks.registry import EventRecord, Webhook, WebhookRegistry, payload_of
 
 if TYPE_CHECKING:
     import aiohttp
@@ -159,10 +159,10 @@ class WebhookDelivery:
     async def _main(self) -> None:
         # The HTTP client is loaded with the thread, by the first event: a broker without webhooks does
         # not carry it.
-        from bunqueue.server import webhook_client
+        from bunqueue.webhooks import client
 
-        self.send_errors = webhook_client.SEND_ERRORS
-        session = webhook_client.new_session(self.timeout_s, self.registry.allow_private)
+        self.send_errors = client.SEND_ERRORS
+        session = client.new_session(self.timeout_s, self.registry.allow_private)
         try:
             while True:
                 if not self.active:

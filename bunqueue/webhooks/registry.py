@@ -18,7 +18,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue.errors import CommandError
-from bunqueue.monitoring.webhook_urls import webhook_url_error
+from bunqueue.webhooks.urls import webhook_url_error
 
 WEBHOOK_EVENTS = ("job.pushed", "job.started", "job.completed", "job.failed", "job.progress")
 # Queue event type -> webhook event name (a stall or a removal reaches no webhook, as in the reference).

@@ -18,9 +18,9 @@ from typing import Any
 
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.deadlines import DLQ, Alarms
-from bunqueue.broker.options import js_slice_bounds
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.timers.deadlines import DLQ, Alarms
+from bunqueue.options import js_slice_bounds
 
 Entry = dict[str, Any]
 

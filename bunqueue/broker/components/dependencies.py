@@ -11,8 +11,8 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.queue import QueueState
-from bunqueue.broker.records import JobRecords
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.components.records import JobRecords
 from bunqueue.errors import CommandError
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.session import Session
-from bunqueue.monitoring.webhooks import WebhookRegistry
+from bunqueue.webhooks.registry import WebhookRegistry
 
 PUSHED = "pushed"
 PULLED = "pulled"

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.dependencies import Dependencies
+from bunqueue.broker.components.dependencies import Dependencies
 from bunqueue.errors import CommandError
 from bunqueue.storage import Store
 

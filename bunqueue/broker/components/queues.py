@@ -10,7 +10,7 @@ from bunqueue._core.groups import ANY_LANE, NO_LANE, GroupClaim, GroupScheduler
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.options import js_finite
+from bunqueue.options import js_finite
 
 # -- the controls a queue persists besides pause and DLQ policy: stall settings, rate and concurrency
 

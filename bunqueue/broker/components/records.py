@@ -6,7 +6,7 @@ from collections import OrderedDict
 from typing import Any
 
 from bunqueue._core.jobs import Job
-from bunqueue.broker.queue import Queues
+from bunqueue.broker.components.queues import Queues
 from bunqueue.storage import Store
 
 # WaitJob futures per job id (see broker.completion).

@@ -16,7 +16,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
-from bunqueue.broker.schedule import Schedule, shared
+from bunqueue.broker.components.recurrence import Schedule, shared
 from bunqueue.errors import CommandError
 
 log = logging.getLogger("bunqueue.repeat")

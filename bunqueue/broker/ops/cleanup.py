@@ -7,15 +7,15 @@ import math
 from collections.abc import Callable
 
 from bunqueue._core.jobs import Job
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.wiring import Wiring
 
 # Clean's state names for queued jobs: all of them select every waiting, prioritized and delayed job.
 QUEUED_STATES = frozenset(("waiting", "wait", "delayed", "prioritized", "paused"))
 DEFAULT_CLEAN_LIMIT = 1000
 
 
-def drain(broker: Broker, queue: str) -> int:
+def drain(broker: Wiring, queue: str) -> int:
     """Remove every waiting, prioritized and delayed job; active and finished ones stay."""
     q = broker.queues.get(queue)
     if q is None:
@@ -28,7 +28,7 @@ def drain(broker: Broker, queue: str) -> int:
     return len(ids)
 
 
-def obliterate(broker: Broker, queue: str) -> None:
+def obliterate(broker: Wiring, queue: str) -> None:
     """Remove the queue and everything in it: jobs in every state, DLQ, pause and DLQ policy."""
     q = broker.queues.get(queue)
     if q is None:
@@ -63,7 +63,7 @@ def obliterate(broker: Broker, queue: str) -> None:
         del broker.queues[queue]
 
 
-def clean(broker: Broker, queue: str, grace: float, state: str | None, limit: int, now: float) -> list[str]:
+def clean(broker: Wiring, queue: str, grace: float, state: str | None, limit: int, now: float) -> list[str]:
     """Remove up to ``limit`` jobs older than ``grace`` ms, oldest first; the removed ids.
 
     Queued jobs age from creation, completed ones from completion, failed ones from entering the DLQ.
@@ -87,7 +87,7 @@ def _oldest(jobs: list[Job], limit: int, key: Callable[[Job], tuple[float, str]]
     return jobs[:limit]
 
 
-def _clean_queued(broker: Broker, q: QueueState, threshold: float, limit: int) -> list[str]:
+def _clean_queued(broker: Wiring, q: QueueState, threshold: float, limit: int) -> list[str]:
     jobs = broker.jobs
     old = [job for job in map(jobs.__getitem__, q.queued_ids()) if job.created_at <= threshold]
     removed = []
@@ -103,7 +103,7 @@ def _completed_at(job: Job) -> float:
     return job.created_at if math.isnan(when) else when
 
 
-def _clean_completed(broker: Broker, q: QueueState, threshold: float, limit: int) -> list[str]:
+def _clean_completed(broker: Wiring, q: QueueState, threshold: float, limit: int) -> list[str]:
     jobs = broker.jobs
     old = [job for job in map(jobs.__getitem__, q.completed) if _completed_at(job) <= threshold]
     removed = []
@@ -115,7 +115,7 @@ def _clean_completed(broker: Broker, q: QueueState, threshold: float, limit: int
     return removed
 
 
-def _clean_failed(broker: Broker, queue: str, threshold: float, limit: int) -> list[str]:
+def _clean_failed(broker: Wiring, queue: str, threshold: float, limit: int) -> list[str]:
     removed: list[str] = []
     for entry in broker.dlq.entries(queue):
         if len(removed) >= limit:

@@ -8,7 +8,7 @@ from typing import Any
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.dlqtable import (
+from bunqueue.broker.components.deadletters import (
     BLOCKED_RETRY_DELAY,
     DEFAULT_CONFIG,
     Entry,
@@ -16,7 +16,7 @@ from bunqueue.broker.dlqtable import (
     is_expired,
     merge_config,
 )
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.queues import QueueState
 from bunqueue.broker.transitions import Transitions
 
 

@@ -15,10 +15,11 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job
-from bunqueue.broker import flowgraph, states
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.flowpolicy import PENDING_PARENT, WAITING_PARENT
-from bunqueue.broker.jobcontrol import cancel, check_lease
+from bunqueue.broker import states
+from bunqueue.broker.components import flowgraph
+from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT
+from bunqueue.broker.ops.jobcontrol import cancel, check_lease
+from bunqueue.broker.wiring import Wiring
 from bunqueue.errors import CommandError
 
 DETACHABLE = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN, states.ACTIVE))
@@ -27,7 +28,7 @@ DETACHABLE = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN, s
 # -- PUSHF ------------------------------------------------------------------------------------------
 
 
-def prepare_graph(broker: Broker, items: Any, measure: bool) -> list[Job]:
+def prepare_graph(broker: Wiring, items: Any, measure: bool) -> list[Job]:
     """Validate and build a graph, its ids reserved; nothing is visible yet."""
     planned = flowgraph.validate(items, measure)
     if not planned:
@@ -52,7 +53,7 @@ def prepare_graph(broker: Broker, items: Any, measure: bool) -> list[Job]:
     return jobs
 
 
-def _taken(broker: Broker, job_id: str) -> bool:
+def _taken(broker: Wiring, job_id: str) -> bool:
     records = broker.records
     return (
         job_id in broker.jobs
@@ -64,7 +65,7 @@ def _taken(broker: Broker, job_id: str) -> bool:
     )
 
 
-def publish_graph(broker: Broker, jobs: list[Job]) -> None:
+def publish_graph(broker: Wiring, jobs: list[Job]) -> None:
     """Every member becomes visible at once (within one turn of the loop)."""
     publish = broker.transitions.publish_member
     reserved = broker.flows.reserved
@@ -73,7 +74,7 @@ def publish_graph(broker: Broker, jobs: list[Job]) -> None:
         publish(job)
 
 
-def abandon_graph(broker: Broker, jobs: list[Job]) -> None:
+def abandon_graph(broker: Wiring, jobs: list[Job]) -> None:
     """The graph's commit failed: its ids are free again and its rows are not retried."""
     reserved = broker.flows.reserved
     for job in jobs:
@@ -84,7 +85,7 @@ def abandon_graph(broker: Broker, jobs: list[Job]) -> None:
 # -- reads ------------------------------------------------------------------------------------------
 
 
-def children_values(broker: Broker, parent_id: Any) -> dict[str, Any]:
+def children_values(broker: Wiring, parent_id: Any) -> dict[str, Any]:
     """Results of the parent's completed children by ``<queue>:<childId>`` (the bare id once gone)."""
     parent = broker.find_job(parent_id)
     values: dict[str, Any] = {}
@@ -98,7 +99,7 @@ def children_values(broker: Broker, parent_id: Any) -> dict[str, Any]:
     return values
 
 
-def _completed(broker: Broker, job_id: str) -> bool:
+def _completed(broker: Wiring, job_id: str) -> bool:
     if job_id in broker.records.completion_proofs:
         return True
     job = broker.find_job(job_id)
@@ -108,7 +109,7 @@ def _completed(broker: Broker, job_id: str) -> bool:
 # -- edges ------------------------------------------------------------------------------------------
 
 
-def remove_child_dependency(broker: Broker, child_id: str) -> bool:
+def remove_child_dependency(broker: Wiring, child_id: str) -> bool:
     """Detach a child from its waiting parent: both lose the edge and its metadata."""
     child = broker.jobs.get(child_id)
     if child is None:
@@ -141,7 +142,7 @@ def remove_child_dependency(broker: Broker, child_id: str) -> bool:
     return True
 
 
-def remove_unprocessed_children(broker: Broker, parent_id: Any) -> None:
+def remove_unprocessed_children(broker: Wiring, parent_id: Any) -> None:
     """Cancel the parent's children that have not started (active and finished ones stay)."""
     parent = broker.find_job(parent_id)
     if parent is None:
@@ -152,7 +153,7 @@ def remove_unprocessed_children(broker: Broker, parent_id: Any) -> None:
             cancel(broker, child_id)
 
 
-def update_parent(broker: Broker, child_id: Any, parent_id: Any) -> None:
+def update_parent(broker: Wiring, child_id: Any, parent_id: Any) -> None:
     """UpdateParent: link a child to a parent (legacy multi-request flows)."""
     if type(child_id) is str and child_id == parent_id:
         raise CommandError(errors.FLOW_OWN_PARENT)
@@ -183,7 +184,7 @@ def update_parent(broker: Broker, child_id: Any, parent_id: Any) -> None:
         broker.flows.child_failed(child, error if error is not None else "Child job failed", broker.clock())
 
 
-def move_to_waiting_children(broker: Broker, job_id: Any, token: Any) -> None:
+def move_to_waiting_children(broker: Wiring, job_id: Any, token: Any) -> None:
     """An active job waits for its unfinished children (or, with none, stays parked as the
     reference leaves it)."""
     job = broker.jobs.get(job_id) if type(job_id) is str else None

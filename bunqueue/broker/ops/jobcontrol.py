@@ -12,26 +12,27 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
-from bunqueue.broker import events, states
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.dlq import retry_dead
-from bunqueue.broker.options import js_number
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker import states
+from bunqueue.broker.components import eventhub
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.ops.dlq import retry_dead
 from bunqueue.broker.transitions import QUEUED
+from bunqueue.broker.wiring import Wiring
 from bunqueue.errors import CommandError
+from bunqueue.options import js_number
 
 UPDATABLE = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN, states.ACTIVE))
 # Keys the broker keeps inside a flow job's data; Update may neither drop nor forge them.
 FLOW_KEYS = ("__parentId", "__parentQueue", "__childrenIds", "__flowParentId", "__flowParentIds")
 
 
-def state_of(broker: Broker, job: Job | None, now: float) -> str:
+def state_of(broker: Wiring, job: Job | None, now: float) -> str:
     if job is None:
         return states.UNKNOWN
     return states.state_name(job.state, job.priority, job.run_at, now)
 
 
-def check_lease(broker: Broker, job_id: str, token: Any) -> None:
+def check_lease(broker: Wiring, job_id: str, token: Any) -> None:
     """A leased job moves only for the holder of its current token; an unleased one for anyone."""
     lease_token = broker.leases.token(job_id)
     if lease_token is None:
@@ -42,11 +43,11 @@ def check_lease(broker: Broker, job_id: str, token: Any) -> None:
         raise CommandError(errors.invalid_lock_token(job_id))
 
 
-def _queue_of(broker: Broker, job: Job) -> QueueState:
+def _queue_of(broker: Wiring, job: Job) -> QueueState:
     return broker.queues[job.queue]
 
 
-def cancel(broker: Broker, job_id: str) -> None:
+def cancel(broker: Wiring, job_id: str) -> None:
     job = broker.jobs.get(job_id)
     if job is None:
         raise CommandError(errors.CANNOT_CANCEL)
@@ -55,10 +56,10 @@ def cancel(broker: Broker, job_id: str) -> None:
     if not t.take_out(job):
         raise CommandError(errors.CANNOT_CANCEL)
     t.remove(job)
-    broker.events.emit(job.queue, events.REMOVED, job.id, prev=prev)
+    broker.events.emit(job.queue, eventhub.REMOVED, job.id, prev=prev)
 
 
-def update_data(broker: Broker, job_id: str, data: Any) -> None:
+def update_data(broker: Wiring, job_id: str, data: Any) -> None:
     job = broker.jobs.get(job_id)
     if job is None or job.state not in UPDATABLE:
         # A finished repeating job hands the update on to its queued successor.
@@ -84,7 +85,7 @@ def _keep_flow_metadata(current: Any, new: Any) -> Any:
     return {**new, **kept}
 
 
-def change_priority(broker: Broker, job_id: str, priority: float, lifo: bool | None) -> None:
+def change_priority(broker: Wiring, job_id: str, priority: float, lifo: bool | None) -> None:
     job = broker.jobs.get(job_id)
     if job is None or job.state not in QUEUED:
         raise CommandError(errors.NOT_IN_QUEUE)
@@ -100,7 +101,7 @@ def change_priority(broker: Broker, job_id: str, priority: float, lifo: bool | N
     broker.store.job_changed(job)
 
 
-def _promote(broker: Broker, q: QueueState, job: Job, now: float) -> None:
+def _promote(broker: Wiring, q: QueueState, job: Job, now: float) -> None:
     """A delayed job runs now, behind the jobs already waiting (FIFO by the time it became ready).
 
     The reference orders equal run times by id, so a job promoted in the same millisecond as a push
@@ -111,14 +112,14 @@ def _promote(broker: Broker, q: QueueState, job: Job, now: float) -> None:
     broker.transitions.requeue(q, job, now, now)
 
 
-def promote(broker: Broker, job_id: str, now: float) -> None:
+def promote(broker: Wiring, job_id: str, now: float) -> None:
     job = broker.jobs.get(job_id)
     if job is None or job.state not in QUEUED or job.run_at <= now:
         raise CommandError(errors.NOT_DELAYED)
     _promote(broker, _queue_of(broker, job), job, now)
 
 
-def promote_jobs(broker: Broker, queue: str, count: float, now: float) -> int:
+def promote_jobs(broker: Wiring, queue: str, count: float, now: float) -> int:
     """Promote the oldest delayed jobs (by creation time, then id), all of them or ``count``."""
     q = broker.queues.get(queue)
     if q is None:
@@ -137,7 +138,7 @@ def _created_order(job: Job) -> tuple[float, str]:
     return (job.created_at, job.id)
 
 
-def change_delay(broker: Broker, job_id: str, delay: float, token: Any, now: float, failure: str) -> None:
+def change_delay(broker: Wiring, job_id: str, delay: float, token: Any, now: float, failure: str) -> None:
     """ChangeDelay / MoveToDelayed: run ``delay`` ms from now (a negative delay is a past run time).
 
     A queued job is rescheduled; an active one leaves its worker (no attempt charged) and waits again.
@@ -156,16 +157,16 @@ def change_delay(broker: Broker, job_id: str, delay: float, token: Any, now: flo
     broker.transitions.requeue(q, job, now + delay, now)
 
 
-def move_to_delayed(broker: Broker, job_id: str, delay: float, token: Any, now: float) -> None:
+def move_to_delayed(broker: Wiring, job_id: str, delay: float, token: Any, now: float) -> None:
     job = broker.find_job(job_id)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
     change_delay(broker, job_id, delay, token, now, errors.not_active(state_of(broker, job, now)))
     if broker.events.wanted:
-        broker.events.emit(job.queue, events.DELAYED, job_id, delay=delay)
+        broker.events.emit(job.queue, eventhub.DELAYED, job_id, delay=delay)
 
 
-def move_to_wait(broker: Broker, job_id: str, token: Any, now: float) -> None:
+def move_to_wait(broker: Wiring, job_id: str, token: Any, now: float) -> None:
     """Back to waiting by current state: active is released, delayed promoted, failed retried."""
     job = broker.find_job(job_id)
     state = state_of(broker, job, now)
@@ -185,7 +186,7 @@ def move_to_wait(broker: Broker, job_id: str, token: Any, now: float) -> None:
         raise CommandError(errors.cannot_move_to_wait(state))
 
 
-def discard(broker: Broker, job_id: str, token: Any, now: float) -> None:
+def discard(broker: Wiring, job_id: str, token: Any, now: float) -> None:
     """Straight to the DLQ (reason unknown) from waiting, delayed or active."""
     check_lease(broker, job_id, token)
     job = broker.jobs.get(job_id)
@@ -207,7 +208,7 @@ def discard(broker: Broker, job_id: str, token: Any, now: float) -> None:
 # -- progress ----------------------------------------------------------------------------------------
 
 
-def active_job(broker: Broker, job_id: str, now: float) -> Job:
+def active_job(broker: Wiring, job_id: str, now: float) -> Job:
     """The active job for Progress / GetProgress, else the reference's error naming the state."""
     job = broker.jobs.get(job_id)
     if job is not None and job.state == states.ACTIVE:
@@ -218,7 +219,7 @@ def active_job(broker: Broker, job_id: str, now: float) -> Job:
     raise CommandError(errors.not_active(state_of(broker, job, now)))
 
 
-def update_progress(broker: Broker, job_id: str, progress: Any, message: Any, has_message: bool, now: float) -> None:
+def update_progress(broker: Wiring, job_id: str, progress: Any, message: Any, has_message: bool, now: float) -> None:
     job = active_job(broker, job_id, now)
     value, derived = normalize_progress(progress)
     if has_message:
@@ -232,7 +233,7 @@ def update_progress(broker: Broker, job_id: str, progress: Any, message: Any, ha
     broker.store.job_changed(job, False)
     if broker.events.listening(job.queue):
         broker.events.emit(
-            job.queue, events.PROGRESS, job.id, progress=value,
+            job.queue, eventhub.PROGRESS, job.id, progress=value,
             data={"progress": value, "message": job.progress_message},
         )
 

@@ -19,7 +19,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.wiring import Wiring
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -31,7 +31,7 @@ def finalized() -> Reply:
     return {"ok": True, "data": {"applied": False, "reason": ALREADY_FINALIZED}}
 
 
-def requeued_after_loss(broker: Broker, job_id: Any) -> Job | None:
+def requeued_after_loss(broker: Wiring, job_id: Any) -> Job | None:
     """The job if it waits in its queue again after an attempt that did not finish (attempts > 0)."""
     job = broker.jobs.get(job_id) if type(job_id) is str else None
     if job is None or job.attempts <= 0 or (job.state != states.READY and job.state != states.DELAYED):
@@ -39,7 +39,7 @@ def requeued_after_loss(broker: Broker, job_id: Any) -> Job | None:
     return job
 
 
-def complete_queued(broker: Broker, job: Job, result: Any, has_result: bool, remove: bool) -> None:
+def complete_queued(broker: Wiring, job: Job, result: Any, has_result: bool, remove: bool) -> None:
     q = broker.queues[job.queue]
     if not q.remove_queued(job):
         raise CommandError(errors.not_processing(job.id))
@@ -47,7 +47,7 @@ def complete_queued(broker: Broker, job: Job, result: Any, has_result: bool, rem
 
 
 def late_ack(
-    broker: Broker,
+    broker: Wiring,
     job_id: Any,
     token: Any,
     result: Any,
@@ -64,7 +64,7 @@ def late_ack(
     return {"ok": True}
 
 
-def late_fail(broker: Broker, job_id: Any, token: Any, refusal: CommandError) -> Reply:
+def late_fail(broker: Wiring, job_id: Any, token: Any, refusal: CommandError) -> Reply:
     if broker.timeouts.retired.holds(job_id, token):
         return finalized()
     if token and requeued_after_loss(broker, job_id) is not None:
@@ -72,7 +72,7 @@ def late_fail(broker: Broker, job_id: Any, token: Any, refusal: CommandError) ->
     raise refusal
 
 
-def ack_batch(broker: Broker, ids: list[Any], tokens: list[Any] | None, results: list[Any] | None) -> Reply:
+def ack_batch(broker: Wiring, ids: list[Any], tokens: list[Any] | None, results: list[Any] | None) -> Reply:
     """Every position is checked before any job changes: one bad id or token changes nothing."""
     active: list[tuple[int, Job]] = []
     requeued: list[tuple[int, Job]] = []

@@ -10,12 +10,12 @@ import math
 from decimal import Decimal
 
 from bunqueue._core.jobs import Job
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.options import js_slice_bounds
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.wiring import Wiring
+from bunqueue.options import js_slice_bounds
 
 
-def select_jobs(broker: Broker, queue: str, wanted: list[str] | None, now: float) -> list[Job]:
+def select_jobs(broker: Wiring, queue: str, wanted: list[str] | None, now: float) -> list[Job]:
     """The queue's jobs in the wanted states (all of them for None), unordered.
 
     On a paused queue an explicit filter finds ready jobs only under "paused", as the reference does;
@@ -69,7 +69,7 @@ def page(jobs: list[Job], offset: float, limit: float, asc: bool) -> list[Job]:
     return sorted(jobs, key=_created_order, reverse=not asc)[start:end]
 
 
-def counts_per_priority(broker: Broker, queue: str) -> dict[str, int]:
+def counts_per_priority(broker: Wiring, queue: str) -> dict[str, int]:
     """Queued jobs (waiting, prioritized, delayed) per priority.
 
     Keyed and ordered as the reference's JS object is: integer keys ascending, then the others (negative
@@ -117,7 +117,7 @@ def js_number_key(value: float) -> str:
     return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
 
 
-def is_listed(broker: Broker, name: str, q: QueueState) -> bool:
+def is_listed(broker: Wiring, name: str, q: QueueState) -> bool:
     """A queue is listed while it holds jobs in any state, DLQ entries, or non-default controls (its
     groups' controls and windows included)."""
     return bool(
@@ -126,6 +126,6 @@ def is_listed(broker: Broker, name: str, q: QueueState) -> bool:
     )
 
 
-def list_queues(broker: Broker) -> list[str]:
+def list_queues(broker: Wiring) -> list[str]:
     return [name for name, q in broker.queues.items() if is_listed(broker, name, q)]
 

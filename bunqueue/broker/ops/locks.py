@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue.broker import states
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.deadlines import LEASES
+from bunqueue.broker.timers.deadlines import LEASES
+from bunqueue.broker.wiring import Wiring
 
 
 def extend_lock(
-    broker: Broker, job_id: Any, token: Any, duration: float | None, now: float | None = None
+    broker: Wiring, job_id: Any, token: Any, duration: float | None, now: float | None = None
 ) -> bool:
     """Renew the lease of ``job_id`` to now + duration (its current ttl when None).
 
@@ -40,7 +40,7 @@ def extend_lock(
     return True
 
 
-def job_heartbeat(broker: Broker, job_id: Any, token: Any, duration: float | None, now: float) -> bool:
+def job_heartbeat(broker: Wiring, job_id: Any, token: Any, duration: float | None, now: float) -> bool:
     """An active job is alive. With a token the lease is renewed too (by ``duration`` if given)."""
     job = broker.jobs.get(job_id) if type(job_id) is str else None
     if job is None or job.state != states.ACTIVE:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.options import js_slice_bounds
+from bunqueue.broker.wiring import Wiring
+from bunqueue.options import js_slice_bounds
 
 MAX_ENTRIES_PER_JOB = 100
 MAX_JOBS_WITH_LOGS = 10_000
 
 
-def add_log(broker: Broker, job_id: str, message: str, level: str, now: float) -> bool:
+def add_log(broker: Wiring, job_id: str, message: str, level: str, now: float) -> bool:
     """Append an entry; False when no such job exists."""
     if job_id not in broker.jobs:
         return False
@@ -33,11 +33,11 @@ def add_log(broker: Broker, job_id: str, message: str, level: str, now: float) -
     return True
 
 
-def get_logs(broker: Broker, job_id: str) -> list[dict[str, Any]]:
+def get_logs(broker: Wiring, job_id: str) -> list[dict[str, Any]]:
     return broker.records.logs.get(job_id, [])
 
 
-def clear_logs(broker: Broker, job_id: str, keep: int) -> None:
+def clear_logs(broker: Wiring, job_id: str, keep: int) -> None:
     """Keep the ``keep`` most recent entries (0 clears them all)."""
     if keep <= 0:
         broker.records.logs.pop(job_id, None)

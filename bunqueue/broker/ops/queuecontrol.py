@@ -1,28 +1,28 @@
 """Queue controls: Pause, Resume, IsPaused. A paused queue hands out nothing; resuming wakes its pullers."""
 from __future__ import annotations
 
-from bunqueue.broker import events
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.components import eventhub
+from bunqueue.broker.wiring import Wiring
 
 
-def pause(broker: Broker, queue: str) -> None:
+def pause(broker: Wiring, queue: str) -> None:
     q = broker.queue(queue)
     if not q.paused:
         q.paused = True
         broker.store.queue_changed(q.name, q.settings())
         # Queue-level events carry an empty jobId: clients reject an event whose jobId is not a string.
-        broker.events.emit(q.name, events.PAUSED, "")
+        broker.events.emit(q.name, eventhub.PAUSED, "")
 
 
-def resume(broker: Broker, queue: str) -> None:
+def resume(broker: Wiring, queue: str) -> None:
     q = broker.queue(queue)
     if q.paused:
         q.paused = False
         broker.store.queue_changed(q.name, q.settings())
         q.wake(len(q.waiters))
-        broker.events.emit(q.name, events.RESUMED, "")
+        broker.events.emit(q.name, eventhub.RESUMED, "")
 
 
-def is_paused(broker: Broker, queue: str) -> bool:
+def is_paused(broker: Wiring, queue: str) -> bool:
     q = broker.queues.get(queue)
     return q is not None and q.paused

@@ -15,12 +15,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.jobs import NO_DATA, JobFactory
-from bunqueue.broker import options
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadlines import CRON, Alarms
-from bunqueue.broker.schedule import Schedule, shared, zone
+from bunqueue.broker.components.recurrence import Schedule, shared, zone
+from bunqueue.broker.timers.deadlines import CRON, Alarms
 from bunqueue.errors import CommandError
 from bunqueue.storage import Store
 

@@ -21,7 +21,7 @@ RATE_LIMITS = "rate-limits"
 GROUP_LIMITS = "group-limits"
 # DLQ maintenance: automatic retries and expiry.
 DLQ = "dlq"
-# Cron schedules: the earliest next run (bunqueue.broker.crons).
+# Cron schedules: the earliest next run (bunqueue.broker.timers.cronregistry).
 CRON = "cron"
 
 KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, GROUP_LIMITS, DLQ, CRON)
@@ -38,7 +38,7 @@ def no_alarm(kind: str, when: float) -> None:
 
 class Alarms:
     """The one line from the broker's components to the server's timers, shared by all of them, so that
-    arming real timers later (``Broker.wake_at = ...``) reaches every component at once."""
+    arming real timers later (``Wiring.wake_at = ...``) reaches every component at once."""
 
     __slots__ = ("arm",)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from bunqueue._core.groups import GroupScheduler
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.deadlines import GROUP_LIMITS, Alarms
-from bunqueue.broker.queue import Queues, QueueState
+from bunqueue.broker.components.queues import Queues, QueueState
+from bunqueue.broker.timers.deadlines import GROUP_LIMITS, Alarms
 from bunqueue.storage import Store
 
 # What a queue never seen answers from (nothing is created to answer a read).

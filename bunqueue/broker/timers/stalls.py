@@ -24,8 +24,8 @@ from typing import Any
 from bunqueue._core.jobs import Job
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
-from bunqueue.broker.deadlines import STALLS, Alarms
-from bunqueue.broker.queue import DEFAULT_STALL_CONFIG, Queues, QueueState
+from bunqueue.broker.components.queues import DEFAULT_STALL_CONFIG, Queues, QueueState
+from bunqueue.broker.timers.deadlines import STALLS, Alarms
 
 # How long a stall must persist before it is acted on: the reference's stall check period.
 STALL_CONFIRM_MS = 5000.0

@@ -18,7 +18,7 @@ from bunqueue._core.jobs import Job
 from bunqueue._core.leases import LeaseTable
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
-from bunqueue.broker.deadlines import TIMEOUTS, Alarms
+from bunqueue.broker.timers.deadlines import TIMEOUTS, Alarms
 
 
 class RetiredGenerations:

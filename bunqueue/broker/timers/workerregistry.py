@@ -16,7 +16,7 @@ from typing import Any
 
 from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.deadlines import WORKERS, Alarms
+from bunqueue.broker.timers.deadlines import WORKERS, Alarms
 
 DEFAULT_WORKER_TIMEOUT_MS = 30_000
 # Silence after which a worker is dropped from the registry, in multiples of the stale timeout.

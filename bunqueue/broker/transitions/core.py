@@ -12,20 +12,22 @@ from bunqueue._core.admission import admit_ready
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import events, limits, states
-from bunqueue.broker.crons import is_spawned
-from bunqueue.broker.deadlines import LEASES, Alarms
-from bunqueue.broker.dedup import PENDING, UniqueKeys
-from bunqueue.broker.dependencies import Dependencies
-from bunqueue.broker.dlqtable import DeadLetters
-from bunqueue.broker.flowpolicy import FlowPolicies
-from bunqueue.broker.groups import GroupControls
-from bunqueue.broker.queue import Queues, QueueState
-from bunqueue.broker.records import JobRecords, settle_waiters
-from bunqueue.broker.repeat import RepeatChain
+from bunqueue.broker import states
+from bunqueue.broker.components import eventhub
+from bunqueue.broker.components.deadletters import DeadLetters
+from bunqueue.broker.components.dependencies import Dependencies
+from bunqueue.broker.components.flowpolicy import FlowPolicies
+from bunqueue.broker.components.queues import Queues, QueueState
+from bunqueue.broker.components.records import JobRecords, settle_waiters
+from bunqueue.broker.components.repeatchain import RepeatChain
+from bunqueue.broker.components.uniquekeys import PENDING, UniqueKeys
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import StallDetector
-from bunqueue.broker.timeouts import JobTimeouts
+from bunqueue.broker.timers import ratelimits
+from bunqueue.broker.timers.cronregistry import is_spawned
+from bunqueue.broker.timers.deadlines import LEASES, Alarms
+from bunqueue.broker.timers.groupcontrols import GroupControls
+from bunqueue.broker.timers.stalls import StallDetector
+from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store
 
@@ -45,9 +47,9 @@ class TransitionCore:
         factory: JobFactory,
         stalls: StallDetector,
         timeouts: JobTimeouts,
-        rate_wakeups: limits.RateLimitWakeups,
+        rate_wakeups: ratelimits.RateLimitWakeups,
         groups: GroupControls,
-        events: events.EventHub,
+        events: eventhub.EventHub,
         store: Store,
         alarms: Alarms,
         counters: Counters,
@@ -102,7 +104,7 @@ class TransitionCore:
         self.store.job_changed(job)
 
     def admit(self, job: Job, now: float, q: QueueState | None = None) -> str:
-        """A validated new job enters (``Broker.push``); the id the push answers."""
+        """A validated new job enters (``Wiring.push``); the id the push answers."""
         if job.custom_id is not None:
             existing = self.jobs.get(job.custom_id)
             if existing is not None:
@@ -138,7 +140,7 @@ class TransitionCore:
         self.store.job_added(job)
         self.counters.on_pushed(job.queue)
         if self.events.wanted:
-            self.events.emit(job.queue, events.PUSHED, job.id)
+            self.events.emit(job.queue, eventhub.PUSHED, job.id)
         return job.id
 
     def admit_batch(self, jobs: list[Job], now: float, q: QueueState) -> list[str]:
@@ -164,7 +166,7 @@ class TransitionCore:
                 q.n_waiting += admitted - n_prioritized
                 self.counters.on_pushed(q.name, admitted)
                 if hub.wanted:
-                    hub.emit_many(q.name, events.PUSHED, ids[len(ids) - admitted:])
+                    hub.emit_many(q.name, eventhub.PUSHED, ids[len(ids) - admitted:])
                 if q.waiters:
                     q.wake(admitted)
             if stop < end:
@@ -189,7 +191,7 @@ class TransitionCore:
                 return owner_id
             else:
                 if self.events.wanted:
-                    self.events.emit(job.queue, events.DUPLICATED, owner_id)
+                    self.events.emit(job.queue, eventhub.DUPLICATED, owner_id)
                 return owner_id
         keys.take(job, now)
         return None
@@ -226,7 +228,7 @@ class TransitionCore:
                 q.wake(1)
         self.counters.on_pushed(job.queue)
         if self.events.wanted:
-            self.events.emit(job.queue, events.PUSHED, job.id)
+            self.events.emit(job.queue, eventhub.PUSHED, job.id)
 
     def hold_for_children(self, job: Job) -> None:
         """A queued parent that gained an unfinished child waits for it (a legacy UpdateParent link)."""
@@ -283,7 +285,7 @@ class TransitionCore:
         if due is not None and due <= now:
             q.promote_due(now, self.jobs, states.READY)
         if q.limits is not None:
-            count = limits.admit(self.rate_wakeups, q, count, now)
+            count = ratelimits.admit(self.rate_wakeups, q, count, now)
         out: list[Job] = []
         jobs = self.jobs
         ready = q.ready
@@ -345,9 +347,9 @@ class TransitionCore:
             self.counters.on_pulled(q.name, len(out))
             if self.events.wanted:
                 for job in out:
-                    self.events.emit(q.name, events.PULLED, job.id)
+                    self.events.emit(q.name, eventhub.PULLED, job.id)
             if q.limits is not None:
-                limits.took(q, len(out))
+                ratelimits.took(q, len(out))
             if watch_was_empty and watch:
                 self.stalls.watch_queue(q, now)
         return out, tokens

@@ -11,10 +11,10 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue.broker import states
-from bunqueue.broker.crons import is_spawned
-from bunqueue.broker.queue import QueueState
-from bunqueue.broker.retry import retry_delay
-from bunqueue.broker.stalls import max_stalls
+from bunqueue.broker.components.backoff import retry_delay
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.timers.cronregistry import is_spawned
+from bunqueue.broker.timers.stalls import max_stalls
 from bunqueue.broker.transitions.core import TransitionCore
 
 # maxStalls for attempts a restart interrupted (the queue's stall settings are not consulted).
