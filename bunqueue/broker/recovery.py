@@ -33,8 +33,7 @@ def restore(broker: Wiring, snap: Snapshot) -> dict[str, int]:
             counts["queued"] += 1
         elif job.state == states.WAITING_CHILDREN:
             job.pending_deps = set(job.pending_deps or job.depends_on)
-            broker.deps.register(q, job)
-            if job.pending_deps is None:
+            if not t.wait_for_dependencies(q, job):
                 t.requeue(q, job, job.run_at, now)
             counts["waiting-children"] += 1
         elif job.state == states.COMPLETED:

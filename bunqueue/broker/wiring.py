@@ -14,7 +14,6 @@ No sockets, no awaits: every method runs to completion, so the event loop is the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import Any
 
 from bunqueue import errors
@@ -30,7 +29,6 @@ from bunqueue.broker.components.flowpolicy import FlowPolicies
 from bunqueue.broker.components.queues import Queues, QueueState
 from bunqueue.broker.components.records import JobRecords
 from bunqueue.broker.components.uniquekeys import UniqueKeys
-from bunqueue.broker.ops import dlq
 from bunqueue.broker.session import Session
 from bunqueue.broker.timers.cronregistry import CronRegistry
 from bunqueue.broker.timers.deadlines import (
@@ -127,7 +125,7 @@ class Wiring:
             WORKERS: self.workers.expire,
             RATE_LIMITS: self.rate_wakeups.expire,
             GROUP_LIMITS: self.groups.expire,
-            DLQ: partial(dlq.maintain, t),
+            DLQ: t.maintain_dlq,
             CRON: self.crons.fire_due,
         }
 
@@ -237,7 +235,7 @@ class Wiring:
         return q.group_depth(group_id) if q is not None else 0
 
     def promote_due(self, q: QueueState, now: float) -> None:
-        q.promote_due(now, self.jobs, states.READY)
+        self.transitions.promote_due(q, now)
 
     # -- settle ------------------------------------------------------------------------------------
 

@@ -71,18 +71,18 @@ def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> R
         entries = _selected(broker, queue, spec)
         if job_id is not None:
             entries = [entry for entry in entries if entry["job"].id == job_id]
-    retried = dlq.retry_entries(broker.transitions, _cap(entries, count), broker.clock())
+    retried = dlq.retry_entries(broker, _cap(entries, count), broker.clock())
     return {"ok": True, "count": retried}
 
 
 def handle_purge_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "count": dlq.purge(broker.transitions, options.queue_name(cmd))}
+    return {"ok": True, "count": dlq.purge(broker, options.queue_name(cmd))}
 
 
 def handle_remove_dlq_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = options.required_string(cmd, "jobId")
-    return {"ok": True, "data": {"removed": dlq.remove_entry(broker.transitions, queue, job_id)}}
+    return {"ok": True, "data": {"removed": dlq.remove_entry(broker, queue, job_id)}}
 
 
 def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -91,7 +91,7 @@ def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session
     limit = options.count_arg(cmd, "count")
     cutoff = options.number_arg(cmd, "timestamp", math.inf, finite=False)
     assert cutoff is not None
-    retried = dlq.retry_completed(broker.transitions, queue, job_id, limit, cutoff, broker.clock())
+    retried = dlq.retry_completed(broker, queue, job_id, limit, cutoff, broker.clock())
     return {"ok": True, "count": retried}
 
 
@@ -120,7 +120,7 @@ def _config_changes(cmd: dict[str, Any]) -> dict[str, Any]:
 
 def handle_set_dlq_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    dlq.set_config(broker.transitions, queue, _config_changes(cmd))
+    dlq.set_config(broker, queue, _config_changes(cmd))
     return {"ok": True}
 
 

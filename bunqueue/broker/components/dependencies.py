@@ -11,7 +11,6 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.components.queues import QueueState
 from bunqueue.broker.components.records import JobRecords
 from bunqueue.errors import CommandError
 
@@ -36,8 +35,8 @@ class Dependencies:
             if dep not in jobs and dep not in proofs and dep not in batch_ids:
                 raise CommandError(errors.dependency_not_found(dep))
 
-    def register(self, q: QueueState, job: Job) -> None:
-        """Drop dependencies that already completed; park the job while any remain."""
+    def prune(self, job: Job) -> None:
+        """Drop dependencies that already completed (``pending_deps`` becomes None when none remain)."""
         deps = job.pending_deps
         proofs = self.records.completion_proofs
         jobs = self.records.jobs
@@ -47,10 +46,6 @@ class Dependencies:
                 deps.discard(dep)
         if not deps:
             job.pending_deps = None
-            return
-        job.state = states.WAITING_CHILDREN
-        q.park(job.id)
-        self.wait_for(job)
 
     def wait_for(self, job: Job) -> None:
         """List a parked job under each of its pending dependencies."""

@@ -34,7 +34,7 @@ class ParentMoves(Protocol):
     deps: Dependencies
     store: Store
 
-    def fail_parent(self, job: Job, error: str, now: float) -> None: ...
+    def discard(self, job: Job, error: str | None, now: float, announce: bool) -> None: ...
 
     def hold_for_children(self, job: Job) -> None: ...
 
@@ -110,7 +110,7 @@ class FlowPolicies:
         shown = errors.CHILD_FAILED_DEFAULT if error is None else error
         if child.fail_parent_on_failure:
             self.forget_parent(parent.id)
-            t.fail_parent(parent, errors.child_failed(child.id, shown), now)
+            t.discard(parent, errors.child_failed(child.id, shown), now, True)
             return
         key = f"{child.queue}:{child.id}"
         if child.continue_parent_on_failure:

@@ -267,21 +267,22 @@ class QueueState:
         if job.group_id is not None:
             self.groups.add_delayed(job.group_id)
 
-    def promote_due(self, now: float, jobs: dict[str, Job], ready_state: int) -> None:
-        """Move every delayed job whose run time has passed to the ready side."""
+    def pop_due(self, now: float) -> list[str]:
+        """The delayed job ids whose run time has passed, out of the delayed heap (``Transitions.promote_due``
+        moves them to the ready side)."""
         delayed = self.delayed
         due = delayed.peek_time()
         if due is None or due > now:
-            return
-        groups = self.groups
-        for job_id in delayed.pop_due(now):
-            job = jobs[job_id]
-            job.state = ready_state
-            if job.group_id is None:
-                self.add_ready(job)
-            else:
-                groups.promote(job_id, job.group_id, job.priority, job.seq)
-                self._count_in(job)
+            return []
+        return delayed.pop_due(now)
+
+    def add_promoted(self, job: Job) -> None:
+        """A delayed job whose run time passed joins the ready side."""
+        if job.group_id is None:
+            self.add_ready(job)
+        else:
+            self.groups.promote(job.id, job.group_id, job.priority, job.seq)
+            self._count_in(job)
 
     def group_depth(self, group: str) -> int:
         return self.groups.depth(group)

@@ -47,8 +47,7 @@ def obliterate(broker: Wiring, queue: str) -> None:
         t.take_out(job)
         t.remove(job)
     for job_id in list(q.completed):
-        broker.records.completed.pop(job_id, None)
-        q.forget_completed(job_id)
+        t.forget_completed(q, job_id)
         t.remove(jobs[job_id])
     t.drop_dead_letters(queue, [entry["job"].id for entry in broker.dlq.clear(queue)])
     q.n_completed = 0
@@ -108,8 +107,7 @@ def _clean_completed(broker: Wiring, q: QueueState, threshold: float, limit: int
     old = [job for job in map(jobs.__getitem__, q.completed) if _completed_at(job) <= threshold]
     removed = []
     for job in _oldest(old, limit, lambda job: (_completed_at(job), job.id)):
-        broker.records.completed.pop(job.id, None)
-        q.forget_completed(job.id)
+        broker.transitions.forget_completed(q, job.id)
         broker.transitions.remove(job)
         removed.append(job.id)
     return removed

@@ -15,7 +15,6 @@ from bunqueue._core.jobs import Job, wire_number
 from bunqueue.broker import states
 from bunqueue.broker.components import eventhub
 from bunqueue.broker.components.queues import QueueState
-from bunqueue.broker.ops.dlq import retry_dead
 from bunqueue.broker.transitions import QUEUED
 from bunqueue.broker.wiring import Wiring
 from bunqueue.errors import CommandError
@@ -180,7 +179,7 @@ def move_to_wait(broker: Wiring, job_id: str, token: Any, now: float) -> None:
         promote(broker, job_id, now)
     elif state == states.FAILED_NAME:
         entry = broker.dlq.get(job_id)
-        if entry is None or not retry_dead(broker.transitions, entry, now, False):
+        if entry is None or not broker.transitions.retry_dead(entry, now, False):
             raise CommandError(errors.FAILED_NOT_IN_DLQ)
     else:
         raise CommandError(errors.cannot_move_to_wait(state))
@@ -192,17 +191,9 @@ def discard(broker: Wiring, job_id: str, token: Any, now: float) -> None:
     job = broker.jobs.get(job_id)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
-    t = broker.transitions
-    if job.state in QUEUED:
-        _queue_of(broker, job).remove_queued(job)
-    elif job.state == states.ACTIVE:
-        t.leave_active(job)
-    else:
+    if job.state not in QUEUED and job.state != states.ACTIVE:
         raise CommandError(errors.JOB_NOT_FOUND)
-    if job.unique_key is not None:
-        broker.keys.release(job)
-    t.record_failure(job, "unknown", None, now)
-    t.dead_letter(job, "unknown", None, now)
+    broker.transitions.discard(job, None, now, False)
 
 
 # -- progress ----------------------------------------------------------------------------------------

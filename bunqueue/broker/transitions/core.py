@@ -28,6 +28,7 @@ from bunqueue.broker.timers.deadlines import LEASES, Alarms
 from bunqueue.broker.timers.groupcontrols import GroupControls
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
+from bunqueue.broker.transitions.moves import CHECKED, check_move
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store
 
@@ -86,12 +87,16 @@ class TransitionCore:
     def enqueue(self, q: QueueState, job: Job, now: float) -> None:
         """Ready or delayed by the job's run time; long-pollers are told."""
         if job.run_at > now:
+            if CHECKED:
+                check_move(job, states.DELAYED)
             job.state = states.DELAYED
             q.add_delayed(job)
             if q.waiters:
                 # Long-pollers sleep until the earliest run time they knew of: let them look again.
                 q.wake(len(q.waiters))
         else:
+            if CHECKED:
+                check_move(job, states.READY)
             job.state = states.READY
             q.add_ready(job)
             if q.waiters:
@@ -118,24 +123,14 @@ class TransitionCore:
         if q is None:
             q = self.queues.of(job.queue)
         self.jobs[job.id] = job
-        deps = job.pending_deps
-        if deps is not None:
-            self.deps.register(q, job)
-            deps = job.pending_deps
-        if deps:
+        if job.pending_deps is not None and self.wait_for_dependencies(q, job):
             initial = states.WAITING_CHILDREN_NAME
-        elif job.run_at > now:
-            job.state = states.DELAYED
-            q.add_delayed(job)
-            if q.waiters:
-                q.wake(len(q.waiters))
-            initial = states.DELAYED_NAME
         else:
-            job.state = states.READY
-            q.add_ready(job)
-            if q.waiters:
-                q.wake(1)
-            initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+            self.enqueue(q, job, now)
+            if job.state == states.DELAYED:
+                initial = states.DELAYED_NAME
+            else:
+                initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
         self.store.job_added(job)
         self.counters.on_pushed(job.queue)
@@ -175,6 +170,29 @@ class TransitionCore:
             start = stop
         return ids
 
+    def wait_for_dependencies(self, q: QueueState, job: Job) -> bool:
+        """A job with dependencies (admitted, or read back at start-up) waits for those that have not
+        completed; False when none remain."""
+        self.deps.prune(job)
+        if job.pending_deps is None:
+            return False
+        if CHECKED:
+            check_move(job, states.WAITING_CHILDREN)
+        job.state = states.WAITING_CHILDREN
+        q.park(job.id)
+        self.deps.wait_for(job)
+        return True
+
+    def promote_due(self, q: QueueState, now: float) -> None:
+        """Every delayed job of ``q`` whose run time has passed becomes ready."""
+        jobs = self.jobs
+        for job_id in q.pop_due(now):
+            job = jobs[job_id]
+            if CHECKED:
+                check_move(job, states.READY)
+            job.state = states.READY
+            q.add_promoted(job)
+
     def _claim_key(self, job: Job, now: float) -> str | None:
         """The owner's id when the push is a no-op for its unique key, else None (the key is the job's)."""
         keys = self.keys
@@ -201,14 +219,15 @@ class TransitionCore:
     def prepare_member(self, job: Job, now: float) -> None:
         """A PUSHF member's first state and timeline, set before it is stored and published."""
         if job.pending_deps:
-            job.state = states.WAITING_CHILDREN
-            initial = states.WAITING_CHILDREN_NAME
+            to, initial = states.WAITING_CHILDREN, states.WAITING_CHILDREN_NAME
         elif job.run_at > now:
-            job.state = states.DELAYED
-            initial = states.DELAYED_NAME
+            to, initial = states.DELAYED, states.DELAYED_NAME
         else:
-            job.state = states.READY
+            to = states.READY
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+        if CHECKED:
+            check_move(job, to)
+        job.state = to
         job.timeline = [{"state": initial, "timestamp": now}]
 
     def publish_member(self, job: Job) -> None:
@@ -235,6 +254,8 @@ class TransitionCore:
         q = self.queues[job.queue]
         if job.state in QUEUED:
             q.remove_queued(job)
+            if CHECKED:
+                check_move(job, states.WAITING_CHILDREN)
             job.state = states.WAITING_CHILDREN
             q.park(job.id)
         if job.timeline[-1]["state"] != states.WAITING_CHILDREN_NAME:
@@ -245,6 +266,8 @@ class TransitionCore:
     def park_active(self, job: Job, pending: set[str] | None, now: float) -> None:
         """MoveToWaitingChildren: an active job waits for its unfinished children (``pending``)."""
         q = self.stop_running(job)
+        if CHECKED:
+            check_move(job, states.WAITING_CHILDREN)
         job.state = states.WAITING_CHILDREN
         job.note({"state": states.WAITING_CHILDREN_NAME, "timestamp": now})
         q.park(job.id)
@@ -283,7 +306,7 @@ class TransitionCore:
         now = self.clock()
         due = q.delayed.peek_time()
         if due is not None and due <= now:
-            q.promote_due(now, self.jobs, states.READY)
+            self.promote_due(q, now)
         if q.limits is not None:
             count = ratelimits.admit(self.rate_wakeups, q, count, now)
         out: list[Job] = []
@@ -294,6 +317,7 @@ class TransitionCore:
         watch_was_empty = watch is not None and not watch
         alarms = self.alarms
         started: dict[str, Any] | None = None
+        checked = CHECKED
         while len(out) < count:
             # Most pulls name no group: the ungrouped heap first, without a call to learn that.
             job_id = ready.pop() if claim is None else None
@@ -317,6 +341,8 @@ class TransitionCore:
                     q.groups.unclaim(job.group_id, now)
                 self.remove(job)
                 continue
+            if checked:
+                check_move(job, states.ACTIVE)
             job.state = states.ACTIVE
             job.started_at = now
             job.last_heartbeat = now
@@ -436,6 +462,8 @@ class TransitionCore:
             records.delete(job)
             records.add_proof(job_id)
         else:
+            if CHECKED:
+                check_move(job, states.COMPLETED)
             job.state = states.COMPLETED
             job.completed_at = now
             job.note({"state": states.COMPLETED_NAME, "timestamp": now})
@@ -478,6 +506,23 @@ class TransitionCore:
         self.enqueue(self.queues.of(job.queue), job, now)
         self.store.job_changed(job)
 
+    def requeue_completed(self, q: QueueState, job: Job, now: float) -> bool:
+        """RetryCompleted of one job: back to waiting, its result and history gone; False when its unique key
+        is taken."""
+        if self.keys.taken_by_another(job, now):
+            return False
+        job_id = job.id
+        self.forget_completed(q, job_id)
+        self.records.results.pop(job_id, None)
+        self.store.result_removed(job_id)
+        self.records.failures.pop(job_id, None)
+        self.dlq.generations.pop(job_id, None)
+        job.completed_at = math.nan
+        job.progress = 0
+        job.progress_message = None
+        self.restart(job, now)
+        return True
+
     # -- removal -------------------------------------------------------------------------------------
 
     def take_out(self, job: Job) -> bool:
@@ -503,12 +548,17 @@ class TransitionCore:
         reconnecting worker must not get a stale one at once. It has already left active."""
         self.records.delete(job)
 
+    def forget_completed(self, q: QueueState, job_id: str) -> None:
+        """A completed job leaves the completed jobs kept in memory (retried, cleaned, obliterated,
+        replaced by a push of its custom id)."""
+        self.records.completed.pop(job_id, None)
+        q.forget_completed(job_id)
+
     def forget(self, job: Job) -> None:
         """Retire a finished generation whose custom id is being reused."""
         self.timeouts.retired.forget(job.id)
         if job.state == states.COMPLETED:
-            self.records.completed.pop(job.id, None)
-            self.queues.of(job.queue).forget_completed(job.id)
+            self.forget_completed(self.queues.of(job.queue), job.id)
         elif job.state == states.FAILED:
             self.dlq.remove(job.queue, job.id)
             self.store.dlq_removed(job.queue, job.id)
