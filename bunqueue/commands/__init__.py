@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bunqueue.broker.engine import Session
 from bunqueue.broker.facade import Broker
-from bunqueue.broker.session import Session
 from bunqueue.commands import (
     cleanup,
     cron,

@@ -7,8 +7,8 @@ from typing import Any
 
 from bunqueue import options
 from bunqueue._core.jobs import wire_number
+from bunqueue.broker.engine import Session
 from bunqueue.broker.facade import Broker
-from bunqueue.broker.session import Session
 
 Reply = dict[str, Any]
 OK: Reply = {"ok": True}

@@ -6,8 +6,8 @@ from typing import Any
 
 from bunqueue import errors, options
 from bunqueue._core.jobs import validate_queue_name
+from bunqueue.broker.engine import Session
 from bunqueue.broker.facade import Broker
-from bunqueue.broker.session import Session
 from bunqueue.commands.queries import _counts
 from bunqueue.errors import CommandError
 from bunqueue.monitoring import compaction, dashboard

@@ -6,8 +6,8 @@ from typing import Any
 from bunqueue import errors, options
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.engine import Session
 from bunqueue.broker.facade import Broker
-from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]

@@ -12,7 +12,6 @@ from bunqueue.broker.wiring import Wiring
 
 # Clean's state names for queued jobs: all of them select every waiting, prioritized and delayed job.
 QUEUED_STATES = frozenset(("waiting", "wait", "delayed", "prioritized", "paused"))
-DEFAULT_CLEAN_LIMIT = 1000
 
 
 def drain(broker: Wiring, queue: str) -> int:

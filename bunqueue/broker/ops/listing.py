@@ -57,6 +57,13 @@ def _created_order(job: Job) -> tuple[float, str]:
     return (job.created_at, job.id)
 
 
+def jobs_page(
+    broker: Wiring, queue: str, wanted: list[str] | None, now: float, offset: float, limit: float, asc: bool
+) -> list[Job]:
+    """GetJobs: a page of the queue's jobs in the wanted states."""
+    return page(select_jobs(broker, queue, wanted, now), offset, limit, asc)
+
+
 def page(jobs: list[Job], offset: float, limit: float, asc: bool) -> list[Job]:
     """Order by creation time then id (reversed for ``asc=False``), then ``slice(offset, offset+limit)``
     as the reference pages (so a negative bound counts from the end, as JS slice does)."""

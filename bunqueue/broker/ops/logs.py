@@ -47,6 +47,14 @@ def clear_logs(broker: Wiring, job_id: str, keep: int) -> None:
         del entries[:-keep]
 
 
+def get_logs_page(
+    broker: Wiring, job_id: str, start: float | None, end: float | None
+) -> tuple[list[dict[str, Any]], int]:
+    """GetLogs: the entries from ``start`` to ``end`` and how many the job has."""
+    entries = get_logs(broker, job_id)
+    return page(entries, start, end), len(entries)
+
+
 def page(entries: list[dict[str, Any]], start: float | None, end: float | None) -> list[dict[str, Any]]:
     """Entries ``start`` through ``end`` inclusive, with JS ``slice`` rules (negative counts from the end)."""
     if start is None and end is None:
