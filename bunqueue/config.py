@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,35 +107,50 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+_Cls = TypeVar("_Cls", bound=type)
+
+
+def _defaults_from_options(cls: _Cls) -> _Cls:
+    """Each field's default is its option's: written once, in ``OPTIONS``; the class names the types."""
+    fields = set(cls.__annotations__)
+    options = {opt.field for opt in OPTIONS}
+    if fields != options:
+        raise TypeError(f"Settings and OPTIONS differ: {sorted(fields ^ options)}")
+    for opt in OPTIONS:
+        setattr(cls, opt.field, opt.default)
+    return cls
+
+
 @dataclasses.dataclass(frozen=True)
+@_defaults_from_options
 class Settings:
-    host: str = "0.0.0.0"
-    tcp_port: int = 6789
-    http_port: int = 6790
-    data_path: str | None = None
-    storage_driver: str | None = None
-    sqlite_synchronous: str = "NORMAL"
-    auth_tokens: str = ""
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    cors_allow_origin: str = ""
-    metrics_auth: str = "false"
-    max_completed_jobs: int = 50000
-    rate_limit_max_requests: int = 10000
-    rate_limit_window_ms: int = 60000
-    tcp_idle_timeout_ms: int = 60000
-    tcp_max_write_queue_bytes: int = 64 * 1024 * 1024
-    shutdown_timeout_ms: int = 30000
-    worker_timeout_ms: int = 30000
-    metrics_max_queues: int = 100
-    webhook_max_retries: int = 3
-    webhook_retry_delay_ms: int = 1000
-    webhook_timeout_ms: int = 10000
-    webhook_queue_size: int = 10000
-    webhook_concurrency: int = 4
-    webhook_allow_private: bool = False
-    log_level: str = "info"
-    log_format: str = "text"
+    host: str
+    tcp_port: int
+    http_port: int
+    data_path: str | None
+    storage_driver: str | None
+    sqlite_synchronous: str
+    auth_tokens: str
+    tls_cert: str | None
+    tls_key: str | None
+    cors_allow_origin: str
+    metrics_auth: str
+    max_completed_jobs: int
+    rate_limit_max_requests: int
+    rate_limit_window_ms: int
+    tcp_idle_timeout_ms: int
+    tcp_max_write_queue_bytes: int
+    shutdown_timeout_ms: int
+    worker_timeout_ms: int
+    metrics_max_queues: int
+    webhook_max_retries: int
+    webhook_retry_delay_ms: int
+    webhook_timeout_ms: int
+    webhook_queue_size: int
+    webhook_concurrency: int
+    webhook_allow_private: bool
+    log_level: str
+    log_format: str
 
     @property
     def storage(self) -> str:
