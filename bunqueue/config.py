@@ -107,35 +107,43 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+_DEFAULTS: dict[str, Any] = {opt.field: opt.default for opt in OPTIONS}
+
+
+def _default(field: str) -> Any:
+    """A field's default, read from its option: each default is written once, in ``OPTIONS``."""
+    return _DEFAULTS[field]
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    host: str = "0.0.0.0"
-    tcp_port: int = 6789
-    http_port: int = 6790
-    data_path: str | None = None
-    storage_driver: str | None = None
-    sqlite_synchronous: str = "NORMAL"
-    auth_tokens: str = ""
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    cors_allow_origin: str = ""
-    metrics_auth: str = "false"
-    max_completed_jobs: int = 50000
-    rate_limit_max_requests: int = 10000
-    rate_limit_window_ms: int = 60000
-    tcp_idle_timeout_ms: int = 60000
-    tcp_max_write_queue_bytes: int = 64 * 1024 * 1024
-    shutdown_timeout_ms: int = 30000
-    worker_timeout_ms: int = 30000
-    metrics_max_queues: int = 100
-    webhook_max_retries: int = 3
-    webhook_retry_delay_ms: int = 1000
-    webhook_timeout_ms: int = 10000
-    webhook_queue_size: int = 10000
-    webhook_concurrency: int = 4
-    webhook_allow_private: bool = False
-    log_level: str = "info"
-    log_format: str = "text"
+    host: str = _default("host")
+    tcp_port: int = _default("tcp_port")
+    http_port: int = _default("http_port")
+    data_path: str | None = _default("data_path")
+    storage_driver: str | None = _default("storage_driver")
+    sqlite_synchronous: str = _default("sqlite_synchronous")
+    auth_tokens: str = _default("auth_tokens")
+    tls_cert: str | None = _default("tls_cert")
+    tls_key: str | None = _default("tls_key")
+    cors_allow_origin: str = _default("cors_allow_origin")
+    metrics_auth: str = _default("metrics_auth")
+    max_completed_jobs: int = _default("max_completed_jobs")
+    rate_limit_max_requests: int = _default("rate_limit_max_requests")
+    rate_limit_window_ms: int = _default("rate_limit_window_ms")
+    tcp_idle_timeout_ms: int = _default("tcp_idle_timeout_ms")
+    tcp_max_write_queue_bytes: int = _default("tcp_max_write_queue_bytes")
+    shutdown_timeout_ms: int = _default("shutdown_timeout_ms")
+    worker_timeout_ms: int = _default("worker_timeout_ms")
+    metrics_max_queues: int = _default("metrics_max_queues")
+    webhook_max_retries: int = _default("webhook_max_retries")
+    webhook_retry_delay_ms: int = _default("webhook_retry_delay_ms")
+    webhook_timeout_ms: int = _default("webhook_timeout_ms")
+    webhook_queue_size: int = _default("webhook_queue_size")
+    webhook_concurrency: int = _default("webhook_concurrency")
+    webhook_allow_private: bool = _default("webhook_allow_private")
+    log_level: str = _default("log_level")
+    log_format: str = _default("log_format")
 
     @property
     def storage(self) -> str:
@@ -192,6 +200,10 @@ class Settings:
                 continue
             values[opt.field] = _convert(opt, raw, source)
         return cls(**values)
+
+
+if {f.name for f in dataclasses.fields(Settings)} != set(_DEFAULTS):
+    raise TypeError("Settings and OPTIONS name different fields")
 
 
 _TRUE = ("1", "true", "yes", "on")

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# Every job state assignment checks its predecessor (broker.transitions.moves), here and in the servers the
+# tests start; set before any broker module is imported.
+os.environ.setdefault("BUNQUEUE_DEBUG", "1")
 
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess

@@ -4,6 +4,7 @@ private names."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "bunqueue"
-BROKER_MODULE = "bunqueue.broker.broker"
+# The facade and the class it is built on, by module: only these touch the broker's private names.
+BROKER_CLASSES = {"bunqueue.broker.wiring": "Wiring", "bunqueue.broker.facade": "Broker"}
 
 
 def _module_name(path: Path) -> str:
@@ -115,10 +117,16 @@ def test_every_module_imports_alone(module: str) -> None:
 
 
 def _broker_private_names() -> set[str]:
-    tree = ast.parse(MODULES[BROKER_MODULE].read_text())
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "Broker":
+    for module, class_name in BROKER_CLASSES.items():
+        names |= _private_names_of(module, class_name)
+    return names
+
+
+def _private_names_of(module: str, class_name: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
             for item in ast.walk(node):
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(item.name):
                     names.add(item.name)
@@ -136,7 +144,7 @@ def test_only_the_broker_module_touches_private_names_of_broker() -> None:
     private = _broker_private_names()
     offenders = []
     for module, path in MODULES.items():
-        if module == BROKER_MODULE:
+        if module in BROKER_CLASSES:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             # An object's own private names are its business; the broker's are reached through another name.
@@ -146,3 +154,131 @@ def test_only_the_broker_module_touches_private_names_of_broker() -> None:
             if isinstance(node, ast.Attribute) and node.attr in private:
                 offenders.append(f"{module}:{node.lineno} .{node.attr}")
     assert not offenders, offenders
+
+
+# -- job state: one mover -----------------------------------------------------------------------------
+
+# Assigning ``.state`` is a move between job states: the transitions make every one of them. Compiled
+# admission (``_core/admission.pyx``), the job factory and the store's row decoding set a state that was
+# never a move, as the transitions package docstring says.
+STATE_WRITERS = ("bunqueue.broker.transitions", "bunqueue._core", "bunqueue.storage")
+_PYX_STATE_WRITE = re.compile(r"^\s*[\w.\[\]]+\.state\s*=[^=]", re.M)
+
+
+def _state_writes(module: str, source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            for item in ast.walk(target):
+                if isinstance(item, ast.Attribute) and item.attr == "state" and isinstance(item.ctx, ast.Store):
+                    found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_only_transitions_assign_a_job_state() -> None:
+    offenders = []
+    for module, path in MODULES.items():
+        if not module.startswith(STATE_WRITERS):
+            offenders += _state_writes(module, path.read_text())
+    for path in PACKAGE.rglob("*.pyx"):
+        module = _module_name(path)
+        if not module.startswith(STATE_WRITERS) and _PYX_STATE_WRITE.search(path.read_text()):
+            offenders.append(module)
+    assert not offenders, offenders
+
+
+def test_the_state_write_finder_finds_writes() -> None:
+    assert _state_writes("m", "job.state = 1\nx.y.state += 2\nother = job.state\n") == ["m:1", "m:2"]
+
+
+def test_a_move_the_diagram_lacks_is_refused_in_the_debug_build() -> None:
+    from bunqueue._core.jobs import JobFactory
+    from bunqueue.broker import states
+    from bunqueue.broker.transitions import moves
+
+    assert moves.CHECKED  # tests/conftest.py sets BUNQUEUE_DEBUG=1
+    job = JobFactory().build({}, "q", 0.0, False)
+    moves.check_move(job, states.READY)
+    with pytest.raises(moves.IllegalMove):
+        moves.check_move(job, states.ACTIVE)
+
+
+# -- names ----------------------------------------------------------------------------------------------
+
+def _stems() -> dict[str, list[str]]:
+    stems: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        if path.name != "__init__.py":
+            stems.setdefault(path.stem, []).append(module)
+    return stems
+
+
+def _paired(modules: list[str]) -> bool:
+    """``commands/X.py`` and ``broker/ops/X.py``: a command family's requests and its operations."""
+    return sorted(m.rpartition(".")[0] for m in modules) == ["bunqueue.broker.ops", "bunqueue.commands"]
+
+
+def test_no_module_name_is_used_three_times_or_twice_in_one_subpackage() -> None:
+    offenders = []
+    for modules in _stems().values():
+        if len(modules) < 2 or _paired(modules):
+            continue
+        subpackages = [m.split(".")[1] for m in modules]
+        if len(modules) > 2 or len(set(subpackages)) < len(subpackages):
+            offenders.append(modules)
+    assert not offenders, offenders
+
+
+def test_every_broker_operation_module_pairs_with_a_command_module() -> None:
+    ops = {m.rpartition(".")[2] for m in MODULES if m.startswith("bunqueue.broker.ops.")}
+    commands = {m.rpartition(".")[2] for m in MODULES if m.startswith("bunqueue.commands.")}
+    assert ops <= commands, ops - commands
+
+
+# -- the layers of broker/ and the seam to the command layer -----------------------------------------------
+
+B = "bunqueue.broker"
+# What each part of broker/ must not import (``.`` prefixes: a package and everything in it).
+FORBIDDEN = {
+    f"{B}.components.": (f"{B}.ops", f"{B}.transitions", f"{B}.wiring", f"{B}.facade", f"{B}.engine",
+                         f"{B}.timers.cronregistry", f"{B}.timers.groupcontrols", f"{B}.timers.ratelimits",
+                         f"{B}.timers.stalls", f"{B}.timers.timeouts", f"{B}.timers.workerregistry"),
+    f"{B}.timers.": (f"{B}.ops", f"{B}.transitions", f"{B}.wiring", f"{B}.facade", f"{B}.engine"),
+    f"{B}.transitions": (f"{B}.ops", f"{B}.wiring", f"{B}.facade", f"{B}.engine"),
+    f"{B}.wiring": (f"{B}.ops", f"{B}.facade", f"{B}.engine"),
+    f"{B}.ops.": (f"{B}.facade", f"{B}.engine"),
+}
+# The command layer sees the facade, the engine protocol (and the types it exports) and the state names.
+COMMANDS_MAY_IMPORT = (f"{B}.facade", f"{B}.engine", f"{B}.states")
+
+
+def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for module, imported in graph.items():
+        for prefix, forbidden in FORBIDDEN.items():
+            if module.startswith(prefix):
+                out += [f"{module} -> {name}" for name in imported if name.startswith(forbidden)]
+        if module.startswith(f"{B}.") and not module.startswith((f"{B}.ops.", f"{B}.facade")):
+            out += [f"{module} -> {name}" for name in imported if name.startswith(f"{B}.ops")]
+        if module.startswith("bunqueue.commands"):
+            out += [
+                f"{module} -> {name}" for name in imported
+                if name.startswith(f"{B}.") and name not in COMMANDS_MAY_IMPORT
+            ]
+    return out
+
+
+def test_broker_layers_and_the_command_seam_hold() -> None:
+    assert not _layer_violations(_graph())
+
+
+def test_the_layer_check_finds_violations() -> None:
+    assert _layer_violations({f"{B}.components.records": {f"{B}.ops.dlq"}})
+    assert _layer_violations({"bunqueue.commands.dlq": {f"{B}.components.deadletters"}})
+    assert not _layer_violations({"bunqueue.commands.dlq": {f"{B}.facade"}})

@@ -5,13 +5,13 @@ from typing import Any
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.broker import Broker
 from bunqueue.broker.transitions import INTERRUPTED
-from bunqueue.monitoring.webhooks import Webhook
+from bunqueue.broker.wiring import Wiring
 from bunqueue.storage.schema import Snapshot
+from bunqueue.webhooks.registry import Webhook
 
 
-def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
+def restore(broker: Wiring, snap: Snapshot) -> dict[str, int]:
     """Put every job back where it belongs; an interrupted attempt is lost like a stall.
 
     Returns how many jobs went where, for the start-up log line.
@@ -33,8 +33,7 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
             counts["queued"] += 1
         elif job.state == states.WAITING_CHILDREN:
             job.pending_deps = set(job.pending_deps or job.depends_on)
-            broker.deps.register(q, job)
-            if job.pending_deps is None:
+            if not t.wait_for_dependencies(q, job):
                 t.requeue(q, job, job.run_at, now)
             counts["waiting-children"] += 1
         elif job.state == states.COMPLETED:
@@ -68,7 +67,7 @@ def restore(broker: Broker, snap: Snapshot) -> dict[str, int]:
     return counts
 
 
-def _restore_dlq(broker: Broker, rows: list[tuple[str, dict[str, Any]]], failed: dict[str, Job]) -> None:
+def _restore_dlq(broker: Wiring, rows: list[tuple[str, dict[str, Any]]], failed: dict[str, Job]) -> None:
     for queue, entry in sorted(rows, key=lambda row: row[1]["enteredAt"]):
         job = failed.get(entry["job"])
         if job is None:

@@ -1,6 +1,6 @@
 """Commands: the one table from command names to handlers, one module per command family.
 
-Each module reads a family's requests (options are checked in ``bunqueue.broker.options``) and calls
+Each module reads a family's requests (options are checked in ``bunqueue.options``) and calls
 the broker module of the same name (``commands.dlq`` -> ``broker.dlq``...; ``commands.jobs`` -> the
 ``Broker`` facade itself). A handler takes (broker, request, session) and returns a reply dict, or an
 awaitable of one when the command has to wait (long-poll pulls). Handlers raise ``CommandError`` for
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.commands import (
     cleanup,
     cron,

@@ -3,19 +3,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker import cleanup, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue import options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 
 Reply = dict[str, Any]
 
+# Clean's limit when none is given.
+DEFAULT_CLEAN_LIMIT = 1000
+
 
 def handle_drain(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "count": cleanup.drain(broker, options.queue_name(cmd))}
+    return {"ok": True, "count": broker.drain(options.queue_name(cmd))}
 
 
 def handle_obliterate(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    cleanup.obliterate(broker, options.queue_name(cmd))
+    broker.obliterate(options.queue_name(cmd))
     return {"ok": True}
 
 
@@ -24,7 +27,7 @@ def handle_clean(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
     # Any finite age, as the reference computes now - grace (a numeric string counts as its number).
     grace = options.number_arg(cmd, "grace", required=True, coerce=True)
     state = options.optional_string(cmd, "state")
-    limit = options.count_arg(cmd, "limit", cleanup.DEFAULT_CLEAN_LIMIT, finite=True)
+    limit = options.count_arg(cmd, "limit", DEFAULT_CLEAN_LIMIT, finite=True)
     assert grace is not None
-    ids = cleanup.clean(broker, queue, grace, state, int(limit), broker.clock())
+    ids = broker.clean(queue, grace, state, int(limit), broker.clock())
     return {"ok": True, "count": len(ids), "ids": ids}

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import errors
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]

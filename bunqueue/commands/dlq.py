@@ -4,11 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import dlq, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.dlqtable import Entry
-from bunqueue.broker.session import Session
+from bunqueue import errors, options
+from bunqueue.broker.engine import Entry, Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -71,18 +69,18 @@ def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> R
         entries = _selected(broker, queue, spec)
         if job_id is not None:
             entries = [entry for entry in entries if entry["job"].id == job_id]
-    retried = dlq.retry_entries(broker.transitions, _cap(entries, count), broker.clock())
+    retried = broker.retry_dlq_entries(_cap(entries, count), broker.clock())
     return {"ok": True, "count": retried}
 
 
 def handle_purge_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "count": dlq.purge(broker.transitions, options.queue_name(cmd))}
+    return {"ok": True, "count": broker.purge_dlq(options.queue_name(cmd))}
 
 
 def handle_remove_dlq_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = options.required_string(cmd, "jobId")
-    return {"ok": True, "data": {"removed": dlq.remove_entry(broker.transitions, queue, job_id)}}
+    return {"ok": True, "data": {"removed": broker.remove_dlq_entry(queue, job_id)}}
 
 
 def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -91,7 +89,7 @@ def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session
     limit = options.count_arg(cmd, "count")
     cutoff = options.number_arg(cmd, "timestamp", math.inf, finite=False)
     assert cutoff is not None
-    retried = dlq.retry_completed(broker.transitions, queue, job_id, limit, cutoff, broker.clock())
+    retried = broker.retry_completed(queue, job_id, limit, cutoff, broker.clock())
     return {"ok": True, "count": retried}
 
 
@@ -120,7 +118,7 @@ def _config_changes(cmd: dict[str, Any]) -> dict[str, Any]:
 
 def handle_set_dlq_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    dlq.set_config(broker.transitions, queue, _config_changes(cmd))
+    broker.set_dlq_config(queue, _config_changes(cmd))
     return {"ok": True}
 
 

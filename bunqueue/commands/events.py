@@ -1,11 +1,11 @@
-"""Event subscriptions: SubscribeEvents, UnsubscribeEvents (see ``bunqueue.broker.events``)."""
+"""Event subscriptions: SubscribeEvents, UnsubscribeEvents (see ``bunqueue.broker.components.eventhub``)."""
 from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue import options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 
 Reply = dict[str, Any]
 

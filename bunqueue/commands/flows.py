@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
+from bunqueue import options
 from bunqueue._core.jobs import Job
-from bunqueue.broker import flows, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.commands.jobs import SIZE_CHECK_FRAME_BYTES
 from bunqueue.errors import CommandError
 
@@ -17,10 +17,10 @@ Reply = dict[str, Any]
 
 
 def handle_pushf(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
-    jobs = flows.prepare_graph(broker, cmd.get("jobs"), session.frame_size > SIZE_CHECK_FRAME_BYTES)
+    jobs = broker.prepare_graph(cmd.get("jobs"), session.frame_size > SIZE_CHECK_FRAME_BYTES)
     commit = broker.store.graph_added(jobs) if jobs else None
     if commit is None:
-        flows.publish_graph(broker, jobs)
+        broker.publish_graph(jobs)
         return _pushf_reply(jobs)
     return _publish_after(broker, jobs, commit)
 
@@ -29,12 +29,12 @@ async def _publish_after(broker: Broker, jobs: list[Job], commit: asyncio.Future
     try:
         failure = await asyncio.shield(commit)
     except BaseException:
-        flows.abandon_graph(broker, jobs)
+        broker.abandon_graph(jobs)
         raise
     if failure is not None:
-        flows.abandon_graph(broker, jobs)
+        broker.abandon_graph(jobs)
         raise CommandError(failure)
-    flows.publish_graph(broker, jobs)
+    broker.publish_graph(jobs)
     return _pushf_reply(jobs)
 
 
@@ -43,12 +43,12 @@ def _pushf_reply(jobs: list[Job]) -> Reply:
 
 
 def handle_update_parent(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    flows.update_parent(broker, cmd.get("childId"), cmd.get("parentId"))
+    broker.update_parent(cmd.get("childId"), cmd.get("parentId"))
     return {"ok": True}
 
 
 def handle_get_children_values(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "data": {"values": flows.children_values(broker, cmd.get("id"))}}
+    return {"ok": True, "data": {"values": broker.children_values(cmd.get("id"))}}
 
 
 def handle_get_failed_children_values(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -60,14 +60,14 @@ def handle_get_ignored_children_failures(broker: Broker, cmd: dict[str, Any], se
 
 
 def handle_remove_child_dependency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "removed": flows.remove_child_dependency(broker, options.job_id_arg(cmd))}
+    return {"ok": True, "removed": broker.remove_child_dependency(options.job_id_arg(cmd))}
 
 
 def handle_remove_unprocessed_children(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    flows.remove_unprocessed_children(broker, cmd.get("id"))
+    broker.remove_unprocessed_children(cmd.get("id"))
     return {"ok": True}
 
 
 def handle_move_to_waiting_children(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    flows.move_to_waiting_children(broker, cmd.get("id"), cmd.get("token"))
+    broker.move_to_waiting_children(cmd.get("id"), cmd.get("token"))
     return {"ok": True, "data": {"moved": True}}

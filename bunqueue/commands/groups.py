@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bunqueue import options
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 
 Reply = dict[str, Any]
 OK: Reply = {"ok": True}

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from bunqueue import options
 from bunqueue._core.jobs import MAX_DURATION, NO_DATA, check_nesting
-from bunqueue.broker import jobcontrol, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.completion import wait_for_job
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CANNOT_CHANGE_DELAY, CommandError, must_be_string
 
 Reply = dict[str, Any]
@@ -20,7 +19,7 @@ MAX_WAIT_TIMEOUT = 600_000.0
 
 
 def handle_cancel(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    jobcontrol.cancel(broker, options.job_id_arg(cmd))
+    broker.cancel(options.job_id_arg(cmd))
     return {"ok": True}
 
 
@@ -28,7 +27,7 @@ def handle_update(broker: Broker, cmd: dict[str, Any], session: Session) -> Repl
     # Update without data leaves the job without data, as the reference stores an undefined payload.
     data = cmd.get("data", NO_DATA)
     check_nesting(data, "data")
-    jobcontrol.update_data(broker, options.job_id_arg(cmd), data)
+    broker.update_data(options.job_id_arg(cmd), data)
     return {"ok": True}
 
 
@@ -38,19 +37,19 @@ def handle_change_priority(broker: Broker, cmd: dict[str, Any], session: Session
     assert priority is not None
     # An absent lifo keeps the job's own.
     lifo = None if cmd.get("lifo") is None else options.flag(cmd, "lifo")
-    jobcontrol.change_priority(broker, options.job_id_arg(cmd), priority, lifo)
+    broker.change_priority(options.job_id_arg(cmd), priority, lifo)
     return {"ok": True}
 
 
 def handle_promote(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    jobcontrol.promote(broker, options.job_id_arg(cmd), broker.clock())
+    broker.promote(options.job_id_arg(cmd), broker.clock())
     return {"ok": True}
 
 
 def handle_promote_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     count = options.count_arg(cmd, "count")
-    return {"ok": True, "count": jobcontrol.promote_jobs(broker, queue, count, broker.clock())}
+    return {"ok": True, "count": broker.promote_jobs(queue, count, broker.clock())}
 
 
 def _delay(cmd: dict[str, Any]) -> float:
@@ -62,24 +61,24 @@ def _delay(cmd: dict[str, Any]) -> float:
 
 def handle_move_to_delayed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     delay = _delay(cmd)
-    jobcontrol.move_to_delayed(broker, options.job_id_arg(cmd), delay, cmd.get("token"), broker.clock())
+    broker.move_to_delayed(options.job_id_arg(cmd), delay, cmd.get("token"), broker.clock())
     return {"ok": True}
 
 
 def handle_change_delay(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     delay = _delay(cmd)
     job_id = options.job_id_arg(cmd)
-    jobcontrol.change_delay(broker, job_id, delay, cmd.get("token"), broker.clock(), CANNOT_CHANGE_DELAY)
+    broker.change_delay(job_id, delay, cmd.get("token"), broker.clock(), CANNOT_CHANGE_DELAY)
     return {"ok": True}
 
 
 def handle_move_to_wait(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    jobcontrol.move_to_wait(broker, options.job_id_arg(cmd), cmd.get("token"), broker.clock())
+    broker.move_to_wait(options.job_id_arg(cmd), cmd.get("token"), broker.clock())
     return {"ok": True}
 
 
 def handle_discard(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    jobcontrol.discard(broker, options.job_id_arg(cmd), cmd.get("token"), broker.clock())
+    broker.discard(options.job_id_arg(cmd), cmd.get("token"), broker.clock())
     return {"ok": True}
 
 
@@ -87,19 +86,19 @@ def handle_progress(broker: Broker, cmd: dict[str, Any], session: Session) -> Re
     message = cmd.get("message")
     if message is not None and type(message) is not str:
         raise CommandError(must_be_string("message"))
-    jobcontrol.update_progress(
-        broker, options.job_id_arg(cmd), cmd.get("progress"), message, "message" in cmd, broker.clock()
+    broker.update_progress(
+        options.job_id_arg(cmd), cmd.get("progress"), message, "message" in cmd, broker.clock()
     )
     return {"ok": True}
 
 
 def handle_get_progress(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    job = jobcontrol.active_job(broker, options.job_id_arg(cmd), broker.clock())
+    job = broker.running_job(options.job_id_arg(cmd), broker.clock())
     return {"ok": True, "progress": job.progress, "message": job.progress_message}
 
 
 def handle_wait_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     timeout = options.number_arg(cmd, "timeout", DEFAULT_WAIT_TIMEOUT, lo=0, hi=MAX_WAIT_TIMEOUT)
     assert timeout is not None
-    reply: Reply | Awaitable[Reply] = wait_for_job(broker.records, options.job_id_arg(cmd), timeout)
+    reply: Reply | Awaitable[Reply] = broker.wait_job(options.job_id_arg(cmd), timeout)
     return reply

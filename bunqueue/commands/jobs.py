@@ -4,14 +4,11 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, check_nesting, flag_option, validate_queue_name
-from bunqueue.broker import options, outcomes
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.queue import QueueState
-from bunqueue.broker.session import Session
-from bunqueue.broker.waiting import wait_for_jobs
+from bunqueue.broker.engine import QueueState, Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -61,7 +58,7 @@ async def _pull_later(
     broker: Broker, q: QueueState, session: Session, owner: str | None, lock_ttl: float, detach: bool,
     timeout: float, claim: GroupClaim | None,
 ) -> Reply:
-    jobs, tokens = await wait_for_jobs(broker, q, 1, session, owner, lock_ttl, detach, timeout, claim)
+    jobs, tokens = await broker.pull_later(q, 1, session, owner, lock_ttl, detach, timeout, claim)
     return _pull_reply(jobs, tokens)
 
 
@@ -85,7 +82,7 @@ async def _pullb_later(
     broker: Broker, q: QueueState, count: int, session: Session, owner: str | None, lock_ttl: float,
     timeout: float, claim: GroupClaim | None,
 ) -> Reply:
-    jobs, tokens = await wait_for_jobs(broker, q, count, session, owner, lock_ttl, False, timeout, claim)
+    jobs, tokens = await broker.pull_later(q, count, session, owner, lock_ttl, False, timeout, claim)
     return _pullb_reply(jobs, tokens)
 
 
@@ -108,7 +105,7 @@ def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
         # The attempt may have been finalized (timeout) or requeued (lost lease, stall) meanwhile.
-        return outcomes.late_ack(broker, job_id, token, result, has_result, remove, refusal)
+        return broker.late_ack(job_id, token, result, has_result, remove, refusal)
     broker.ack(job, result, has_result, remove)
     return {"ok": True}
 
@@ -126,7 +123,7 @@ def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
             check_nesting(result, "result")
         except CommandError as exc:
             raise CommandError(errors.item_error("results", i, exc.message)) from None
-    return outcomes.ack_batch(broker, ids, tokens, results)
+    return broker.ack_batch(ids, tokens, results)
 
 
 def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -135,7 +132,7 @@ def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     try:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
-        return outcomes.late_fail(broker, job_id, token, refusal)
+        return broker.late_fail(job_id, token, refusal)
     broker.fail(
         job,
         cmd.get("error"),

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.queue import DEFAULT_STALL_CONFIG, merged_config
-from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import config_of
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -62,16 +59,12 @@ def handle_get_queue_limits(broker: Broker, cmd: dict[str, Any], session: Sessio
 
 
 def handle_set_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    q = broker.queue(options.queue_name(cmd))
-    config = merged_config(config_of(q), cmd.get("config"))
-    q.stall_config = None if config == DEFAULT_STALL_CONFIG else config
-    broker.store.queue_changed(q.name, q.settings())
-    broker.stalls.config_changed(q, broker.clock())
+    broker.set_stall_config(options.queue_name(cmd), cmd.get("config"))
     return {"ok": True}
 
 
 def handle_get_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    config = config_of(broker.queues.get(options.queue_name(cmd)))
+    config = broker.stall_config(options.queue_name(cmd))
     return {"ok": True, "config": {key: _wire(value) for key, value in config.items()}}
 
 

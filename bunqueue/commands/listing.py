@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import listing, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue import errors, options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.commands.queries import job_view
 from bunqueue.errors import CommandError
 
@@ -34,7 +33,7 @@ def handle_get_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Re
     asc = options.flag_or(cmd, "asc", True)
     assert limit is not None and offset is not None
     now = broker.clock()
-    jobs = listing.page(listing.select_jobs(broker, queue, wanted, now), offset, limit, asc)
+    jobs = broker.jobs_page(queue, wanted, now, offset, limit, asc)
     views = []
     for job in jobs:
         view = job_view(broker, job, now)
@@ -47,8 +46,8 @@ def handle_get_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Re
 
 def handle_get_counts_per_priority(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    return {"ok": True, "queue": queue, "counts": listing.counts_per_priority(broker, queue)}
+    return {"ok": True, "queue": queue, "counts": broker.counts_per_priority(queue)}
 
 
 def handle_list_queues(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "queues": listing.list_queues(broker)}
+    return {"ok": True, "queues": broker.list_queues()}

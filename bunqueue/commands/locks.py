@@ -3,11 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.locks import extend_lock, job_heartbeat
-from bunqueue.broker.session import Session
+from bunqueue import errors, options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -17,7 +15,7 @@ def handle_extend_lock(broker: Broker, cmd: dict[str, Any], session: Session) ->
     # The duration is checked before the lease is looked at: a bad one changes nothing. A numeric string
     # is not a number here (the spec's ExtendLock rule), unlike a PUSH option or a ChangeDelay delay.
     duration = options.number_arg(cmd, "duration")
-    if not extend_lock(broker, cmd.get("id"), cmd.get("token"), duration):
+    if not broker.extend_lock(cmd.get("id"), cmd.get("token"), duration):
         raise CommandError(errors.LOCK_NOT_FOUND)
     return {"ok": True}
 
@@ -38,7 +36,7 @@ def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -
     for i, job_id in enumerate(ids):
         token = tokens[i] if i < len(tokens) else None
         duration = durations[i] if i < len(durations) else None
-        if extend_lock(broker, job_id, token, duration, now):
+        if broker.extend_lock(job_id, token, duration, now):
             count += 1
     return {"ok": True, "count": count}
 
@@ -46,7 +44,7 @@ def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -
 def handle_job_heartbeat(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     duration = options.finite_option(cmd, "duration")
     # A zero duration renews by the lease's own ttl, as the reference reads it.
-    if not job_heartbeat(broker, cmd.get("id"), cmd.get("token"), duration or None, broker.clock()):
+    if not broker.job_heartbeat(cmd.get("id"), cmd.get("token"), duration or None, broker.clock()):
         raise CommandError(errors.JOB_NOT_ACTIVE)
     return {"ok": True, "data": {"ok": True}}
 
@@ -60,6 +58,6 @@ def handle_job_heartbeat_batch(broker: Broker, cmd: dict[str, Any], session: Ses
     count = 0
     for i, job_id in enumerate(ids):
         token = tokens[i] if tokens is not None and i < len(tokens) else None
-        if job_heartbeat(broker, job_id, token, None, now):
+        if broker.job_heartbeat(job_id, token, None, now):
             count += 1
     return {"ok": True, "data": {"ok": True, "count": count}}

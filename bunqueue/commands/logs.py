@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import logs, options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue import errors, options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -17,7 +16,7 @@ def handle_add_log(broker: Broker, cmd: dict[str, Any], session: Session) -> Rep
     message = options.required_string(cmd, "message")
     # Levels are info, warn and error by convention; any text is stored as given, as in the reference.
     level = options.optional_string(cmd, "level") or "info"
-    if not logs.add_log(broker, options.job_id_arg(cmd), message, level, broker.clock()):
+    if not broker.add_log(options.job_id_arg(cmd), message, level, broker.clock()):
         raise CommandError(errors.JOB_NOT_FOUND)
     return {"ok": True, "data": {"added": True}}
 
@@ -25,8 +24,8 @@ def handle_add_log(broker: Broker, cmd: dict[str, Any], session: Session) -> Rep
 def handle_get_logs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     start = options.number_arg(cmd, "start")
     end = options.number_arg(cmd, "end")
-    entries = logs.get_logs(broker, options.job_id_arg(cmd))
-    return {"ok": True, "data": {"logs": logs.page(entries, start, end), "count": len(entries)}}
+    entries, count = broker.get_logs_page(options.job_id_arg(cmd), start, end)
+    return {"ok": True, "data": {"logs": entries, "count": count}}
 
 
 def handle_clear_logs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -39,5 +38,5 @@ def handle_clear_logs(broker: Broker, cmd: dict[str, Any], session: Session) -> 
         raise CommandError(errors.must_be_number("keepLogs"))
     if keep == math.inf:
         return {"ok": True}
-    logs.clear_logs(broker, options.job_id_arg(cmd), math.floor(keep) if keep > 0 else 0)
+    broker.clear_logs(options.job_id_arg(cmd), math.floor(keep) if keep > 0 else 0)
     return {"ok": True}

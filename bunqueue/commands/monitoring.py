@@ -4,11 +4,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.jobs import validate_queue_name
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.commands.queries import _counts
 from bunqueue.errors import CommandError
 from bunqueue.monitoring import compaction, dashboard

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
+from bunqueue import errors, options
 from bunqueue._core.jobs import Job
-from bunqueue.broker import options, states
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker import states
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]

@@ -3,22 +3,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker import options, queuecontrol
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue import options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 
 Reply = dict[str, Any]
 
 
 def handle_pause(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    queuecontrol.pause(broker, options.queue_name(cmd))
+    broker.pause(options.queue_name(cmd))
     return {"ok": True}
 
 
 def handle_resume(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    queuecontrol.resume(broker, options.queue_name(cmd))
+    broker.resume(options.queue_name(cmd))
     return {"ok": True}
 
 
 def handle_is_paused(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "paused": queuecontrol.is_paused(broker, options.queue_name(cmd))}
+    return {"ok": True, "paused": broker.is_paused(options.queue_name(cmd))}

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import __version__
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 
 PROTOCOL_VERSION = 3
 CAPABILITIES = ("pipelining", "separate-job-name")

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
+from bunqueue import errors, options
+from bunqueue.broker.engine import Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
-from bunqueue.monitoring.webhooks import Webhook
+from bunqueue.webhooks.registry import Webhook
 
 Reply = dict[str, Any]
 

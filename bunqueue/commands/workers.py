@@ -3,11 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue import errors
-from bunqueue.broker import options
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.session import Session
-from bunqueue.broker.workers import ACTIVE
+from bunqueue import errors, options
+from bunqueue.broker.engine import WORKER_ACTIVE, Session
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -34,7 +32,7 @@ def handle_register_worker(broker: Broker, cmd: dict[str, Any], session: Session
         session.key, name, queues, 1 if concurrency is None else concurrency, worker_id, hostname, pid,
         started_at,
     )
-    return {"ok": True, "data": worker.view("workerId", ACTIVE)}
+    return {"ok": True, "data": worker.view("workerId", WORKER_ACTIVE)}
 
 
 def handle_unregister_worker(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:

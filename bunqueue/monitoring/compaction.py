@@ -7,11 +7,11 @@ import gc
 import logging
 from typing import TYPE_CHECKING
 
-from bunqueue.broker import listing
+from bunqueue.broker.ops import listing
 from bunqueue.monitoring.snapshot import process_memory
 
 if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
+    from bunqueue.broker.wiring import Wiring
 
 log = logging.getLogger("bunqueue.monitoring")
 
@@ -27,7 +27,7 @@ def _load_malloc_trim() -> object:
 _malloc_trim = _load_malloc_trim()
 
 
-def compact(broker: Broker) -> dict[str, int]:
+def compact(broker: Wiring) -> dict[str, int]:
     """Drop idle queues' structures, expired or orphaned unique keys, results and logs of jobs that are
     gone, and empty waiter lists; then collect cycles and return free heap pages to the system.
 
@@ -49,7 +49,7 @@ def compact(broker: Broker) -> dict[str, int]:
     return freed
 
 
-def _idle_queues(broker: Broker) -> int:
+def _idle_queues(broker: Wiring) -> int:
     """Queues that hold no job, DLQ entry, waiter or setting: recreated on their next use."""
     idle = [
         name for name, q in broker.queues.items()
@@ -60,7 +60,7 @@ def _idle_queues(broker: Broker) -> int:
     return len(idle)
 
 
-def _stale_unique_keys(broker: Broker) -> int:
+def _stale_unique_keys(broker: Wiring) -> int:
     now = broker.clock()
     keys = broker.keys
     before = len(keys.owners)
@@ -70,14 +70,14 @@ def _stale_unique_keys(broker: Broker) -> int:
     return before - len(keys.owners)
 
 
-def _orphans(broker: Broker, by_job: dict) -> int:  # type: ignore[type-arg]
+def _orphans(broker: Wiring, by_job: dict) -> int:  # type: ignore[type-arg]
     gone = [job_id for job_id in by_job if job_id not in broker.jobs]
     for job_id in gone:
         del by_job[job_id]
     return len(gone)
 
 
-def _empty_waiters(broker: Broker) -> int:
+def _empty_waiters(broker: Wiring) -> int:
     waiting = broker.records.waiters
     empty = [job_id for job_id, waiters in waiting.items() if not waiters]
     for job_id in empty:

@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bunqueue._core.jobs import NO_DATA, Job
-from bunqueue.broker import listing
+from bunqueue.broker.ops import listing
 from bunqueue.monitoring.snapshot import MIB, process_memory, totals
 
 if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
+    from bunqueue.broker.wiring import Wiring
 
 DLQ_PREVIEW = 10
 DEFAULT_JOBS_LIMIT = 10
@@ -17,7 +17,7 @@ MAX_JOBS_LIMIT = 50
 CRON_FIELDS = ("name", "queue", "schedule", "repeatEvery", "nextRun", "executions")
 
 
-def overview(broker: Broker) -> dict[str, Any]:
+def overview(broker: Wiring) -> dict[str, Any]:
     counters = broker.counters
     t = totals(broker)
     mem = process_memory()
@@ -65,7 +65,7 @@ def overview(broker: Broker) -> dict[str, Any]:
     }
 
 
-def collections(broker: Broker, t: Any) -> dict[str, int]:
+def collections(broker: Wiring, t: Any) -> dict[str, int]:
     """Sizes of the broker's structures, under the reference's names. Structures the reference has and
     this broker does not (a custom-id map: a custom id is the job id here; a temporal index; deferred
     dependency checks) read 0."""
@@ -96,7 +96,7 @@ def collections(broker: Broker, t: Any) -> dict[str, int]:
     }
 
 
-def queues(broker: Broker) -> dict[str, Any]:
+def queues(broker: Wiring) -> dict[str, Any]:
     out = []
     for name in listing.list_queues(broker):
         q = broker.queues.get(name)
@@ -116,7 +116,7 @@ def queues(broker: Broker) -> dict[str, Any]:
     return {"queues": out, "timestamp": broker.clock()}
 
 
-def queue(broker: Broker, name: str, counts: dict[str, int], include_jobs: bool, jobs_limit: int) -> dict[str, Any]:
+def queue(broker: Wiring, name: str, counts: dict[str, int], include_jobs: bool, jobs_limit: int) -> dict[str, Any]:
     """One queue: its counts (GetJobCounts, with lifetime totals), priorities, DLQ preview, maybe jobs."""
     q = broker.queues.get(name)
     paused = q is not None and q.paused

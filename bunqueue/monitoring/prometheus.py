@@ -20,13 +20,13 @@ from bunqueue.monitoring.counters import LATENCY_BOUNDS_MS, Histogram
 from bunqueue.monitoring.snapshot import process_memory, storage_size_bytes, totals
 
 if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
+    from bunqueue.broker.wiring import Wiring
 
 DEFAULT_MAX_QUEUES = 100
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def render(broker: Broker, max_queues: int = DEFAULT_MAX_QUEUES) -> str:
+def render(broker: Wiring, max_queues: int = DEFAULT_MAX_QUEUES) -> str:
     """The whole exposition as text."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_BrokerCollector(broker, max_queues))
@@ -54,7 +54,7 @@ def _le(seconds: float) -> str:
 
 
 class _BrokerCollector(Collector):
-    def __init__(self, broker: Broker, max_queues: int) -> None:
+    def __init__(self, broker: Wiring, max_queues: int) -> None:
         self.broker = broker
         self.max_queues = max_queues
 

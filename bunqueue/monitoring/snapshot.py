@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bunqueue.broker.broker import Broker
+    from bunqueue.broker.wiring import Wiring
 
 MIB = 1024 * 1024
 
@@ -27,7 +27,7 @@ class Totals:
     waiting_children: int = 0
 
 
-def totals(broker: Broker) -> Totals:
+def totals(broker: Wiring) -> Totals:
     out = Totals()
     for name, q in broker.queues.items():
         out.waiting += q.n_waiting
@@ -82,7 +82,7 @@ def process_memory() -> Memory:
     return Memory(rss, info.uordblks + info.hblkhd, info.arena + info.hblkhd)
 
 
-def storage_size_bytes(broker: Broker) -> int | None:
+def storage_size_bytes(broker: Wiring) -> int | None:
     """The data file with its WAL, or None in memory mode."""
     path = getattr(broker.store, "path", None)
     if not path:

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.broker import states
-from bunqueue.broker.broker import Broker
 from bunqueue.broker.clock import now_ms
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.server.tls import server_context
-from bunqueue.server.webhooks import DRAIN_LIMIT_MS, WebhookDelivery
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.sqlite import SQLiteStore
+from bunqueue.webhooks.delivery import DRAIN_LIMIT_MS, WebhookDelivery
 
 if TYPE_CHECKING:
     from bunqueue.server.http.listener import HttpListener

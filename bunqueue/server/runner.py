@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from bunqueue import errors
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS, TIMED, Handler
 from bunqueue.errors import BadFrame, CommandError

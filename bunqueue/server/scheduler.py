@@ -1,4 +1,4 @@
-"""The broker's deadline kinds (``bunqueue.broker.deadlines``), one loop timer each.
+"""The broker's deadline kinds (``bunqueue.broker.timers.deadlines``), one loop timer each.
 
 ``Broker.wake_at(kind, when)`` lands in ``arm``, which only ever moves that kind's timer earlier; when
 the timer fires, the kind's handler settles what is due and names its next deadline, for which the timer
@@ -11,7 +11,7 @@ import logging
 import math
 
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.deadlines import Handler
+from bunqueue.broker.timers.deadlines import Handler
 
 log = logging.getLogger("bunqueue.scheduler")
 

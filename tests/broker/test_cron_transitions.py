@@ -2,14 +2,13 @@
 that drops a cron-spawned job whose attempt was lost, and the successor of a repeating job."""
 from __future__ import annotations
 
-from inprocess import QUEUE, World
-
 from bunqueue._core.jobs import JobFactory
 from bunqueue._testbase.clock import T0
+from bunqueue._testbase.inprocess import QUEUE, World
 from bunqueue.broker import states
-from bunqueue.broker.deadlines import CRON, LEASES, STALLS
 from bunqueue.broker.recovery import restore
-from bunqueue.broker.stalls import STALL_CONFIRM_MS
+from bunqueue.broker.timers.deadlines import CRON, LEASES, STALLS
+from bunqueue.broker.timers.stalls import STALL_CONFIRM_MS
 from bunqueue.storage.schema import Snapshot
 
 

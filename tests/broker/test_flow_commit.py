@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from inprocess import RecordingStore
 
 from bunqueue._core.jobs import Job
 from bunqueue._testbase.clock import T0, FakeClock
-from bunqueue.broker.broker import Broker
+from bunqueue._testbase.inprocess import RecordingStore
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS
 from bunqueue.errors import CommandError

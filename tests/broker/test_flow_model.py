@@ -8,7 +8,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from inprocess import World
+
+from bunqueue._testbase.inprocess import World
 
 POLICIES = (None, "failParentOnFailure", "removeDependencyOnFailure", "ignoreDependencyOnFailure",
             "continueParentOnFailure")

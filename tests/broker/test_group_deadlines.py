@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from inprocess import QUEUE, World
-
 from bunqueue._testbase.clock import T0
-from bunqueue.broker.deadlines import GROUP_LIMITS, LEASES
+from bunqueue._testbase.inprocess import QUEUE, World
+from bunqueue.broker.timers.deadlines import GROUP_LIMITS, LEASES
 
 LIMITED = {"limit": {"max": 1, "duration": 1000}}
 

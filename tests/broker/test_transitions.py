@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import math
 
-from inprocess import QUEUE, World
-
 from bunqueue import errors
 from bunqueue._core.jobs import JobFactory
 from bunqueue._testbase.clock import T0
+from bunqueue._testbase.inprocess import QUEUE, World
 from bunqueue.broker import states
-from bunqueue.broker.deadlines import LEASES, STALLS, TIMEOUTS
 from bunqueue.broker.recovery import restore
-from bunqueue.broker.stalls import STALL_CONFIRM_MS
+from bunqueue.broker.timers.deadlines import LEASES, STALLS, TIMEOUTS
+from bunqueue.broker.timers.stalls import STALL_CONFIRM_MS
 from bunqueue.storage.schema import Snapshot
 
 # Exponential backoff after the first failure: base * 2 with +-50 % jitter.

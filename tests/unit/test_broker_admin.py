@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from bunqueue._core.jobs import JobFactory
-from bunqueue.broker.deadlines import Alarms
-from bunqueue.broker.dlqtable import DEFAULT_CONFIG, DeadLetters, can_auto_retry, merge_config
-from bunqueue.broker.jobcontrol import normalize_progress
-from bunqueue.broker.listing import js_number_key
-from bunqueue.broker.options import js_number, js_slice_bounds
-from bunqueue.broker.queue import QueueState
+from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, DeadLetters, can_auto_retry, merge_config
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.ops.jobcontrol import normalize_progress
+from bunqueue.broker.ops.listing import js_number_key
+from bunqueue.broker.timers.deadlines import Alarms
+from bunqueue.options import js_number, js_slice_bounds
 
 NOW = 1_800_000_000_000.0
 

@@ -1,7 +1,7 @@
 """CompactMemory in process: idle queues' structures go, every job stays, and the counts say so."""
 from __future__ import annotations
 
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.monitoring.compaction import compact
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bunqueue._core.jobs import NO_DATA
 from bunqueue._testbase.clock import FakeClock
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.errors import CommandError
 from bunqueue.storage import MemoryStore
 

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.limits import admit, took
-from bunqueue.broker.options import js_finite
-from bunqueue.broker.queue import QueueLimits
+from bunqueue.broker.components.queues import QueueLimits
+from bunqueue.broker.facade import Broker
+from bunqueue.broker.timers.ratelimits import admit, took
+from bunqueue.options import js_finite
 
 T0 = 1_000_000.0
 

@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bunqueue.broker.repeat import next_run
-from bunqueue.broker.schedule import Schedule
+from bunqueue.broker.components.recurrence import Schedule
+from bunqueue.broker.components.repeatchain import next_run
 from bunqueue.errors import CommandError
 
 FIELD_COUNT = "Invalid cron expression: Cron expression must have 5 fields, or 6 fields with leading seconds"

@@ -6,11 +6,11 @@ import pytest
 
 from bunqueue._testbase.clock import T0, FakeClock
 from bunqueue.broker import states
-from bunqueue.broker.broker import Broker
-from bunqueue.broker.deadlines import STALLS
-from bunqueue.broker.queue import merged_config
+from bunqueue.broker.components.queues import merged_config
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import STALL_CONFIRM_MS, config_of
+from bunqueue.broker.timers.deadlines import STALLS
+from bunqueue.broker.timers.stalls import STALL_CONFIRM_MS, config_of
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import msgpack
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
 from bunqueue._testbase.frames import frame
-from bunqueue.broker.broker import Broker
+from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.server.runner import CommandRunner

@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bunqueue.monitoring.webhooks import Outbox, Webhook, WebhookRegistry, payload_of
+from bunqueue.webhooks.registry import Outbox, Webhook, WebhookRegistry, payload_of
 
 ALL = ["job.pushed", "job.started", "job.completed", "job.failed", "job.progress"]
 

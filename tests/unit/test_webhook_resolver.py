@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bunqueue.server.webhook_client import PublicResolver
-from bunqueue.server.webhooks import encode_payload, signature
+from bunqueue.webhooks.client import PublicResolver
+from bunqueue.webhooks.delivery import encode_payload, signature
 
 
 class StubResolver:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bunqueue import errors
-from bunqueue.monitoring.webhook_urls import webhook_url_error
+from bunqueue.webhooks.urls import webhook_url_error
 
 PRIVATE_V4 = [ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
                                                    "0.0.0.0/8", "127.0.0.0/8")]

@@ -17,6 +17,17 @@
                                                                                  │
                         remove (cancel, drain, clean, obliterate, ttl, DLQ expiry) ──► gone
 
+    READY/DELAYED ──► WAITING_CHILDREN   hold_for_children (UpdateParent)
+    ACTIVE ──► WAITING_CHILDREN          park_active (MoveToWaitingChildren)
+    READY/DELAYED/WAITING_CHILDREN/ACTIVE ──► FAILED (DLQ)   discard (Discard, failParentOnFailure)
+    READY/DELAYED ──► COMPLETED          complete (a late ACK of an attempt whose job was requeued)
+    READY/DELAYED ──► READY/DELAYED      requeue (promote, change delay)
+
+``moves.PREDECESSORS`` is this diagram as data; with ``BUNQUEUE_DEBUG=1`` every assignment checks it.
+Nothing else assigns ``Job.state``, but for the compiled admission of plain PUSHB jobs
+(``_core/admission.pyx``), the job factory and the store's row decoding (``storage/schema.py``), which set a
+first state rather than make a move (``tests/test_module_graph.py`` holds that).
+
 Every way out of ACTIVE goes through ``leave_active`` (lease, holder, counters, stall and timeout checks,
 the unique key, a concurrency slot). An attempt that does not end in an ACK is *lost* through one door,
 ``lose_attempt``, whatever lost it: an explicit FAIL, a job timeout, an expired lease, a confirmed stall,

@@ -12,20 +12,23 @@ from bunqueue._core.admission import admit_ready
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import events, limits, states
-from bunqueue.broker.crons import is_spawned
-from bunqueue.broker.deadlines import LEASES, Alarms
-from bunqueue.broker.dedup import PENDING, UniqueKeys
-from bunqueue.broker.dependencies import Dependencies
-from bunqueue.broker.dlqtable import DeadLetters
-from bunqueue.broker.flowpolicy import FlowPolicies
-from bunqueue.broker.groups import GroupControls
-from bunqueue.broker.queue import Queues, QueueState
-from bunqueue.broker.records import JobRecords, settle_waiters
-from bunqueue.broker.repeat import RepeatChain
+from bunqueue.broker import states
+from bunqueue.broker.components import eventhub
+from bunqueue.broker.components.deadletters import DeadLetters
+from bunqueue.broker.components.dependencies import Dependencies
+from bunqueue.broker.components.flowpolicy import FlowPolicies
+from bunqueue.broker.components.queues import Queues, QueueState
+from bunqueue.broker.components.records import JobRecords, settle_waiters
+from bunqueue.broker.components.repeatchain import RepeatChain
+from bunqueue.broker.components.uniquekeys import PENDING, UniqueKeys
 from bunqueue.broker.session import Session
-from bunqueue.broker.stalls import StallDetector
-from bunqueue.broker.timeouts import JobTimeouts
+from bunqueue.broker.timers import ratelimits
+from bunqueue.broker.timers.cronregistry import is_spawned
+from bunqueue.broker.timers.deadlines import LEASES, Alarms
+from bunqueue.broker.timers.groupcontrols import GroupControls
+from bunqueue.broker.timers.stalls import StallDetector
+from bunqueue.broker.timers.timeouts import JobTimeouts
+from bunqueue.broker.transitions.moves import CHECKED, check_move
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store
 
@@ -45,9 +48,9 @@ class TransitionCore:
         factory: JobFactory,
         stalls: StallDetector,
         timeouts: JobTimeouts,
-        rate_wakeups: limits.RateLimitWakeups,
+        rate_wakeups: ratelimits.RateLimitWakeups,
         groups: GroupControls,
-        events: events.EventHub,
+        events: eventhub.EventHub,
         store: Store,
         alarms: Alarms,
         counters: Counters,
@@ -84,12 +87,16 @@ class TransitionCore:
     def enqueue(self, q: QueueState, job: Job, now: float) -> None:
         """Ready or delayed by the job's run time; long-pollers are told."""
         if job.run_at > now:
+            if CHECKED:
+                check_move(job, states.DELAYED)
             job.state = states.DELAYED
             q.add_delayed(job)
             if q.waiters:
                 # Long-pollers sleep until the earliest run time they knew of: let them look again.
                 q.wake(len(q.waiters))
         else:
+            if CHECKED:
+                check_move(job, states.READY)
             job.state = states.READY
             q.add_ready(job)
             if q.waiters:
@@ -102,7 +109,7 @@ class TransitionCore:
         self.store.job_changed(job)
 
     def admit(self, job: Job, now: float, q: QueueState | None = None) -> str:
-        """A validated new job enters (``Broker.push``); the id the push answers."""
+        """A validated new job enters (``Wiring.push``); the id the push answers."""
         if job.custom_id is not None:
             existing = self.jobs.get(job.custom_id)
             if existing is not None:
@@ -116,29 +123,19 @@ class TransitionCore:
         if q is None:
             q = self.queues.of(job.queue)
         self.jobs[job.id] = job
-        deps = job.pending_deps
-        if deps is not None:
-            self.deps.register(q, job)
-            deps = job.pending_deps
-        if deps:
+        if job.pending_deps is not None and self.wait_for_dependencies(q, job):
             initial = states.WAITING_CHILDREN_NAME
-        elif job.run_at > now:
-            job.state = states.DELAYED
-            q.add_delayed(job)
-            if q.waiters:
-                q.wake(len(q.waiters))
-            initial = states.DELAYED_NAME
         else:
-            job.state = states.READY
-            q.add_ready(job)
-            if q.waiters:
-                q.wake(1)
-            initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+            self.enqueue(q, job, now)
+            if job.state == states.DELAYED:
+                initial = states.DELAYED_NAME
+            else:
+                initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
         self.store.job_added(job)
         self.counters.on_pushed(job.queue)
         if self.events.wanted:
-            self.events.emit(job.queue, events.PUSHED, job.id)
+            self.events.emit(job.queue, eventhub.PUSHED, job.id)
         return job.id
 
     def admit_batch(self, jobs: list[Job], now: float, q: QueueState) -> list[str]:
@@ -164,7 +161,7 @@ class TransitionCore:
                 q.n_waiting += admitted - n_prioritized
                 self.counters.on_pushed(q.name, admitted)
                 if hub.wanted:
-                    hub.emit_many(q.name, events.PUSHED, ids[len(ids) - admitted:])
+                    hub.emit_many(q.name, eventhub.PUSHED, ids[len(ids) - admitted:])
                 if q.waiters:
                     q.wake(admitted)
             if stop < end:
@@ -172,6 +169,29 @@ class TransitionCore:
                 stop += 1
             start = stop
         return ids
+
+    def wait_for_dependencies(self, q: QueueState, job: Job) -> bool:
+        """A job with dependencies (admitted, or read back at start-up) waits for those that have not
+        completed; False when none remain."""
+        self.deps.prune(job)
+        if job.pending_deps is None:
+            return False
+        if CHECKED:
+            check_move(job, states.WAITING_CHILDREN)
+        job.state = states.WAITING_CHILDREN
+        q.park(job.id)
+        self.deps.wait_for(job)
+        return True
+
+    def promote_due(self, q: QueueState, now: float) -> None:
+        """Every delayed job of ``q`` whose run time has passed becomes ready."""
+        jobs = self.jobs
+        for job_id in q.pop_due(now):
+            job = jobs[job_id]
+            if CHECKED:
+                check_move(job, states.READY)
+            job.state = states.READY
+            q.add_promoted(job)
 
     def _claim_key(self, job: Job, now: float) -> str | None:
         """The owner's id when the push is a no-op for its unique key, else None (the key is the job's)."""
@@ -190,7 +210,7 @@ class TransitionCore:
             else:
                 self.counters.on_event(job.queue)
                 if self.events.wanted:
-                    self.events.emit(job.queue, events.DUPLICATED, owner_id)
+                    self.events.emit(job.queue, eventhub.DUPLICATED, owner_id)
                 return owner_id
         keys.take(job, now)
         return None
@@ -200,14 +220,15 @@ class TransitionCore:
     def prepare_member(self, job: Job, now: float) -> None:
         """A PUSHF member's first state and timeline, set before it is stored and published."""
         if job.pending_deps:
-            job.state = states.WAITING_CHILDREN
-            initial = states.WAITING_CHILDREN_NAME
+            to, initial = states.WAITING_CHILDREN, states.WAITING_CHILDREN_NAME
         elif job.run_at > now:
-            job.state = states.DELAYED
-            initial = states.DELAYED_NAME
+            to, initial = states.DELAYED, states.DELAYED_NAME
         else:
-            job.state = states.READY
+            to = states.READY
             initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+        if CHECKED:
+            check_move(job, to)
+        job.state = to
         job.timeline = [{"state": initial, "timestamp": now}]
 
     def publish_member(self, job: Job) -> None:
@@ -227,13 +248,15 @@ class TransitionCore:
                 q.wake(1)
         self.counters.on_pushed(job.queue)
         if self.events.wanted:
-            self.events.emit(job.queue, events.PUSHED, job.id)
+            self.events.emit(job.queue, eventhub.PUSHED, job.id)
 
     def hold_for_children(self, job: Job) -> None:
         """A queued parent that gained an unfinished child waits for it (a legacy UpdateParent link)."""
         q = self.queues[job.queue]
         if job.state in QUEUED:
             q.remove_queued(job)
+            if CHECKED:
+                check_move(job, states.WAITING_CHILDREN)
             job.state = states.WAITING_CHILDREN
             q.park(job.id)
         if job.timeline[-1]["state"] != states.WAITING_CHILDREN_NAME:
@@ -244,6 +267,8 @@ class TransitionCore:
     def park_active(self, job: Job, pending: set[str] | None, now: float) -> None:
         """MoveToWaitingChildren: an active job waits for its unfinished children (``pending``)."""
         q = self.stop_running(job)
+        if CHECKED:
+            check_move(job, states.WAITING_CHILDREN)
         job.state = states.WAITING_CHILDREN
         job.note({"state": states.WAITING_CHILDREN_NAME, "timestamp": now})
         q.park(job.id)
@@ -282,9 +307,9 @@ class TransitionCore:
         now = self.clock()
         due = q.delayed.peek_time()
         if due is not None and due <= now:
-            q.promote_due(now, self.jobs, states.READY)
+            self.promote_due(q, now)
         if q.limits is not None:
-            count = limits.admit(self.rate_wakeups, q, count, now)
+            count = ratelimits.admit(self.rate_wakeups, q, count, now)
         out: list[Job] = []
         jobs = self.jobs
         ready = q.ready
@@ -293,6 +318,7 @@ class TransitionCore:
         watch_was_empty = watch is not None and not watch
         alarms = self.alarms
         started: dict[str, Any] | None = None
+        checked = CHECKED
         while len(out) < count:
             # Most pulls name no group: the ungrouped heap first, without a call to learn that.
             job_id = ready.pop() if claim is None else None
@@ -316,6 +342,8 @@ class TransitionCore:
                     q.groups.unclaim(job.group_id, now)
                 self.remove(job)
                 continue
+            if checked:
+                check_move(job, states.ACTIVE)
             job.state = states.ACTIVE
             job.started_at = now
             job.last_heartbeat = now
@@ -346,9 +374,9 @@ class TransitionCore:
             self.counters.on_pulled(q.name, len(out))
             if self.events.wanted:
                 for job in out:
-                    self.events.emit(q.name, events.PULLED, job.id)
+                    self.events.emit(q.name, eventhub.PULLED, job.id)
             if q.limits is not None:
-                limits.took(q, len(out))
+                ratelimits.took(q, len(out))
             if watch_was_empty and watch:
                 self.stalls.watch_queue(q, now)
         return out, tokens
@@ -435,6 +463,8 @@ class TransitionCore:
             records.delete(job)
             records.add_proof(job_id)
         else:
+            if CHECKED:
+                check_move(job, states.COMPLETED)
             job.state = states.COMPLETED
             job.completed_at = now
             job.note({"state": states.COMPLETED_NAME, "timestamp": now})
@@ -477,6 +507,23 @@ class TransitionCore:
         self.enqueue(self.queues.of(job.queue), job, now)
         self.store.job_changed(job)
 
+    def requeue_completed(self, q: QueueState, job: Job, now: float) -> bool:
+        """RetryCompleted of one job: back to waiting, its result and history gone; False when its unique key
+        is taken."""
+        if self.keys.taken_by_another(job, now):
+            return False
+        job_id = job.id
+        self.forget_completed(q, job_id)
+        self.records.results.pop(job_id, None)
+        self.store.result_removed(job_id)
+        self.records.failures.pop(job_id, None)
+        self.dlq.generations.pop(job_id, None)
+        job.completed_at = math.nan
+        job.progress = 0
+        job.progress_message = None
+        self.restart(job, now)
+        return True
+
     # -- removal -------------------------------------------------------------------------------------
 
     def take_out(self, job: Job) -> bool:
@@ -502,12 +549,17 @@ class TransitionCore:
         reconnecting worker must not get a stale one at once. It has already left active."""
         self.records.delete(job)
 
+    def forget_completed(self, q: QueueState, job_id: str) -> None:
+        """A completed job leaves the completed jobs kept in memory (retried, cleaned, obliterated,
+        replaced by a push of its custom id)."""
+        self.records.completed.pop(job_id, None)
+        q.forget_completed(job_id)
+
     def forget(self, job: Job) -> None:
         """Retire a finished generation whose custom id is being reused."""
         self.timeouts.retired.forget(job.id)
         if job.state == states.COMPLETED:
-            self.records.completed.pop(job.id, None)
-            self.queues.of(job.queue).forget_completed(job.id)
+            self.forget_completed(self.queues.of(job.queue), job.id)
         elif job.state == states.FAILED:
             self.dlq.remove(job.queue, job.id)
             self.store.dlq_removed(job.queue, job.id)

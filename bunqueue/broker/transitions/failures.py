@@ -11,11 +11,13 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue.broker import states
-from bunqueue.broker.crons import is_spawned
-from bunqueue.broker.queue import QueueState
-from bunqueue.broker.retry import retry_delay
-from bunqueue.broker.stalls import max_stalls
+from bunqueue.broker.components.backoff import retry_delay
+from bunqueue.broker.components.deadletters import BLOCKED_RETRY_DELAY, Entry, can_auto_retry, is_expired
+from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.timers.cronregistry import is_spawned
+from bunqueue.broker.timers.stalls import max_stalls
 from bunqueue.broker.transitions.core import TransitionCore
+from bunqueue.broker.transitions.moves import CHECKED, check_move
 
 # maxStalls for attempts a restart interrupted (the queue's stall settings are not consulted).
 DEFAULT_MAX_STALLS = 3
@@ -170,6 +172,8 @@ class Transitions(TransitionCore):
 
     def dead_letter(self, job: Job, reason: str, error: Any, now: float) -> None:
         """File a job in its queue's DLQ; the oldest entries beyond maxEntries are deleted."""
+        if CHECKED:
+            check_move(job, states.FAILED)
         job.state = states.FAILED
         entry, evicted = self.dlq.add(job, reason, error, self.records.failures.pop(job.id, []), now)
         self.store.job_changed(job)
@@ -184,15 +188,60 @@ class Transitions(TransitionCore):
             if dropped is not None:
                 self.records.delete(dropped)
 
-    def fail_parent(self, job: Job, error: str, now: float) -> None:
-        """failParentOnFailure: a queued or waiting parent goes to the DLQ when its child failed for good."""
-        self.take_out(job)
+    def discard(self, job: Job, error: str | None, now: float, announce: bool) -> None:
+        """Straight to the DLQ (reason unknown), no attempt charged, from waiting, delayed, waiting-children
+        or active: Discard (``announce`` False) and failParentOnFailure (``announce``: a ``failed`` event)."""
+        if job.state == states.ACTIVE:
+            self.leave_active(job)
+        else:
+            self.take_out(job)
         if job.unique_key is not None:
             self.keys.release(job)
         self.record_failure(job, "unknown", error, now)
         self.dead_letter(job, "unknown", error, now)
-        if self.events.wanted:
+        if announce and self.events.wanted:
             self.events.failed(job, error, True)
+
+    def retry_dead(self, entry: Entry, now: float, automatic: bool) -> bool:
+        """Move one DLQ entry's job back to waiting; False when its unique key is taken.
+
+        A manual retry starts a new history; an automatic one keeps the entry's attempts and generation, so
+        the job returns to the same DLQ entry lifetime (and retry count) if it fails again.
+        """
+        job: Job = entry["job"]
+        if self.keys.taken_by_another(job, now):
+            return False
+        if automatic:
+            self.dlq.keep_generation(entry, now)
+            self.records.failures[job.id] = list(entry["attempts"])
+        else:
+            self.dlq.generations.pop(job.id, None)
+            self.records.failures.pop(job.id, None)
+        self.dlq.remove(job.queue, job.id)
+        self.store.dlq_removed(job.queue, job.id)
+        self.restart(job, now)
+        return True
+
+    def maintain_dlq(self, now: float) -> float | None:
+        """Run the DLQ work that is due (automatic retries first, then expiry); the next due time."""
+        dlq = self.dlq
+        for entry in dlq.pop_due(now):
+            queue = entry["job"].queue
+            config = dlq.config(queue)
+            retry = can_auto_retry(entry, config, now)
+            if retry and self.retry_dead(entry, now, True):
+                continue
+            expires_at = entry["expiresAt"]
+            if is_expired(entry, now):
+                dlq.remove(queue, entry["job"].id)
+                self.drop_dead_letters(queue, [entry["job"].id])
+            elif retry:
+                # Its unique key is held by another live job: try again later (or expire first).
+                retry_at = now + BLOCKED_RETRY_DELAY
+                dlq.postpone(entry, retry_at if expires_at is None else min(retry_at, expires_at))
+            else:
+                dlq.schedule(entry, config)
+        return dlq.next_due()
 
     # -- deadlines -----------------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("bunqueue.http")
 
 # The module that brings in aiohttp for the streams.
-STREAM_MODULE = "bunqueue.server.http.app"
+STREAM_MODULE = "bunqueue.server.http.streamserver"
 # How long a shutdown lets requests being answered finish (aiohttp's own default).
 SHUTDOWN_TIMEOUT_S = 60.0
 

@@ -1,0 +1,400 @@
+"""One queue's scheduling state: the ready heap, group lanes, the delayed heap and O(1) counters."""
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from bunqueue._core.groups import ANY_LANE, NO_LANE, GroupClaim, GroupScheduler
+from bunqueue._core.jobs import Job, wire_number
+from bunqueue._core.readyqueue import ReadyQueue
+from bunqueue._core.timers import TimerHeap
+from bunqueue.options import js_finite
+
+# -- the controls a queue persists besides pause and DLQ policy: stall settings, rate and concurrency
+
+DEFAULT_STALL_CONFIG: dict[str, Any] = {
+    "enabled": True, "stallInterval": 30000, "maxStalls": 3, "gracePeriod": 5000,
+}
+NUMERIC_KEYS = ("stallInterval", "maxStalls", "gracePeriod")
+
+
+def merged_config(current: dict[str, Any], update: Any) -> dict[str, Any]:
+    """SetStallConfig: numeric fields (numeric strings coerced, null kept, junk dropped) and ``enabled``."""
+    out = dict(current)
+    if type(update) is not dict:
+        return out
+    for key, value in update.items():
+        if key == "enabled":
+            if value is True or value is False:
+                out[key] = value
+        elif key in NUMERIC_KEYS:
+            if value is None:
+                out[key] = None
+            else:
+                number = js_finite(value)
+                if number is not None:
+                    out[key] = wire_number(number)
+    return out
+
+
+DEFAULT_RATE_DURATION = 1000.0
+
+
+class QueueLimits:
+    __slots__ = ("concurrency", "rate_duration", "rate_expires_at", "rate_max", "refilled_at", "tokens")
+
+    def __init__(self) -> None:
+        # The configured limit as given (may be fractional, 0 or negative), or None.
+        self.rate_max: float | None = None
+        # As given, or None for the 1 s default.
+        self.rate_duration: float | None = None
+        self.rate_expires_at: float | None = None
+        self.tokens = 0.0
+        self.refilled_at = 0.0
+        self.concurrency: float | None = None
+
+    def set_rate(self, limit: float, duration: float | None, ttl: float | None, now: float) -> None:
+        self.rate_max = limit
+        self.rate_duration = duration
+        self.rate_expires_at = None if ttl is None else now + ttl
+        self.tokens = limit
+        self.refilled_at = now
+
+    def clear_rate(self) -> None:
+        self.rate_max = self.rate_duration = self.rate_expires_at = None
+
+    @property
+    def empty(self) -> bool:
+        return self.rate_max is None and self.concurrency is None
+
+    def expire_rate(self, now: float) -> bool:
+        """Drop a rate limit whose ttl has run out; True if one was dropped."""
+        expires_at = self.rate_expires_at
+        if expires_at is not None and now >= expires_at:
+            self.clear_rate()
+            return True
+        return False
+
+    def _refill(self, now: float) -> float:
+        assert self.rate_max is not None
+        rate = self._rate_per_ms()
+        if rate > 0:
+            self.tokens = min(self.rate_max, self.tokens + (now - self.refilled_at) * rate)
+        self.refilled_at = now
+        return self.tokens
+
+    def _rate_per_ms(self) -> float:
+        assert self.rate_max is not None
+        duration = self.rate_duration if self.rate_duration is not None else DEFAULT_RATE_DURATION
+        return self.rate_max / duration
+
+    def rate_room(self, now: float) -> int:
+        """Whole tokens in the bucket now."""
+        tokens = self._refill(now)
+        return int(tokens) if tokens >= 1 else 0
+
+    def token_due(self, now: float) -> float | None:
+        """When the bucket next holds a whole token (or the limit expires), if that ever happens."""
+        due = self.rate_expires_at
+        rate = self._rate_per_ms()
+        if rate > 0:
+            at = now + (1.0 - self.tokens) / rate
+            due = at if due is None else min(due, at)
+        return due
+
+    def rate_ttl(self, now: float, max_jobs: float | None) -> int | float:
+        """GetQueueLimits rateLimitTtl: the remaining limit ttl if it has one, else the token cooldown.
+
+        With ``max_jobs`` the cooldown is 0 until that many tokens have been consumed, as in the reference.
+        """
+        if self.rate_expires_at is not None:
+            return wire_number(max(0.0, self.rate_expires_at - now))
+        assert self.rate_max is not None
+        tokens = self._refill(now)
+        if max_jobs is not None and self.rate_max - tokens < max_jobs:
+            return 0
+        rate = self._rate_per_ms()
+        if tokens >= 1 or rate <= 0:
+            return 0
+        return math.ceil((1.0 - tokens) / rate)
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.rate_max is not None:
+            out["rateLimit"] = self.rate_max
+            out["rateLimitDuration"] = self.rate_duration
+            out["rateLimitExpiresAt"] = self.rate_expires_at
+        if self.concurrency is not None:
+            out["concurrencyLimit"] = self.concurrency
+        return out
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], now: float) -> QueueLimits | None:
+        limits = cls()
+        rate = js_finite(settings.get("rateLimit"))
+        if rate is not None:
+            duration = js_finite(settings.get("rateLimitDuration"))
+            expires_at = js_finite(settings.get("rateLimitExpiresAt"))
+            limits.set_rate(rate, duration, None, now)
+            limits.rate_expires_at = expires_at
+        limits.concurrency = js_finite(settings.get("concurrencyLimit"))
+        return None if limits.empty else limits
+
+
+class QueueState:
+    """Jobs of one queue: heaps for those waiting to run, id sets for the others.
+
+    Ungrouped ready jobs sit in one heap in the reference order. Grouped jobs wait in the compiled group
+    lanes (``bunqueue._core.groups``), served round-robin after any ready ungrouped job. Delayed jobs sit
+    in a time heap until their run time passes; they are moved to the ready side lazily, by whoever looks
+    next, so no timer runs per delayed job.
+    """
+
+    __slots__ = (
+        "active",
+        "completed",
+        "delayed",
+        "dlq_config",
+        "groups",
+        "limits",
+        "n_active",
+        "n_completed",
+        "n_prioritized",
+        "n_waiting",
+        "n_waiting_children",
+        "name",
+        "paused",
+        "ready",
+        "stall_config",
+        "stall_watch",
+        "waiters",
+        "waiting_children",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ready = ReadyQueue()
+        # Grouped jobs (ready, and counts of delayed and active ones) and the group controls.
+        self.groups = GroupScheduler()
+        self.delayed = TimerHeap()
+        self.paused = False
+        self.n_waiting = 0
+        self.n_prioritized = 0
+        self.n_active = 0
+        self.n_completed = 0
+        self.n_waiting_children = 0
+        self.waiters: deque = deque()
+        # Ids of this queue's active, completed (in completion order) and waiting-children jobs, so that
+        # listing, cleaning and obliterating a queue cost O(queue), never a scan of the whole broker.
+        self.active: dict[str, None] = {}
+        self.completed: dict[str, None] = {}
+        self.waiting_children: dict[str, None] = {}
+        # This queue's DLQ policy (SetDlqConfig), or None for the defaults.
+        self.dlq_config: dict[str, object] | None = None
+        # Rate and concurrency limits (RateLimit, SetConcurrency), or None: all an unlimited pull checks.
+        self.limits: QueueLimits | None = None
+        # SetStallConfig settings, or None for the defaults.
+        self.stall_config: dict[str, Any] | None = None
+        # Active jobs awaiting their first stall check, in pull order (see broker.stalls); None while
+        # stall detection is disabled for this queue.
+        self.stall_watch: dict[str, None] | None = {}
+
+    def wake(self, n: int) -> None:
+        """Let up to ``n`` long-polling pulls of this queue look again."""
+        waiters = self.waiters
+        while n > 0 and waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
+
+    # -- ready side --------------------------------------------------------------------------------
+
+    def add_ready(self, job: Job) -> None:
+        group = job.group_id
+        if group is None:
+            self.ready.push(job.id, job.priority, job.lifo, job.run_at, job.seq)
+        else:
+            self.groups.add(job.id, group, job.priority, job.seq)
+        # _count_in, inlined: this runs once for every pushed job.
+        if job.priority > 0:
+            self.n_prioritized += 1
+        else:
+            self.n_waiting += 1
+
+    def _count_in(self, job: Job) -> None:
+        if job.priority > 0:
+            self.n_prioritized += 1
+        else:
+            self.n_waiting += 1
+
+    def remove_ready(self, job: Job) -> bool:
+        group = job.group_id
+        if group is None:
+            removed = self.ready.remove(job.id)
+        else:
+            removed = self.groups.remove(job.id, group, 0.0)
+        if removed:
+            self._count_out(job)
+        return removed
+
+    def pop_ready(self, now: float, claim: GroupClaim | None) -> str | None:
+        """The next job id to run under a pull's group defaults, or None. The caller counts it out (the
+        pull path inlines ``_count_out``); a grouped job counts as active in its group from here."""
+        if claim is None or claim.lanes == ANY_LANE:
+            job_id = self.ready.pop()
+            if job_id is not None:
+                return job_id
+        elif claim.lanes == NO_LANE:
+            return self.ready.pop()
+        groups = self.groups
+        if not groups.ready_count:
+            return None
+        return groups.claim(now, claim)
+
+    def _count_out(self, job: Job) -> None:
+        if job.priority > 0:
+            self.n_prioritized -= 1
+        else:
+            self.n_waiting -= 1
+
+    # -- delayed side ------------------------------------------------------------------------------
+
+    def add_delayed(self, job: Job) -> None:
+        self.delayed.push(job.id, job.run_at)
+        if job.group_id is not None:
+            self.groups.add_delayed(job.group_id)
+
+    def pop_due(self, now: float) -> list[str]:
+        """The delayed job ids whose run time has passed, out of the delayed heap (``Transitions.promote_due``
+        moves them to the ready side)."""
+        delayed = self.delayed
+        due = delayed.peek_time()
+        if due is None or due > now:
+            return []
+        return delayed.pop_due(now)
+
+    def add_promoted(self, job: Job) -> None:
+        """A delayed job whose run time passed joins the ready side."""
+        if job.group_id is None:
+            self.add_ready(job)
+        else:
+            self.groups.promote(job.id, job.group_id, job.priority, job.seq)
+            self._count_in(job)
+
+    def group_depth(self, group: str) -> int:
+        return self.groups.depth(group)
+
+    def next_run_at(self) -> float | None:
+        return self.delayed.peek_time()
+
+    def settings(self) -> dict[str, object] | None:
+        """The queue's persistent controls, or None when all are at their defaults."""
+        out: dict[str, object] = {}
+        if self.paused:
+            out["paused"] = True
+        if self.dlq_config is not None:
+            out["dlqConfig"] = dict(self.dlq_config)
+        if self.limits is not None:
+            out.update(self.limits.settings())
+        if self.stall_config is not None:
+            out["stallConfig"] = dict(self.stall_config)
+        return out or None
+
+    def apply_settings(self, settings: dict[str, object], now: float) -> None:
+        """Controls read back from storage."""
+        self.paused = bool(settings.get("paused", False))
+        dlq_config = settings.get("dlqConfig")
+        self.dlq_config = dict(dlq_config) if isinstance(dlq_config, dict) else None
+        self.limits = QueueLimits.from_settings(settings, now)
+        stall_config = settings.get("stallConfig")
+        if isinstance(stall_config, dict):
+            self.stall_config = merged_config(DEFAULT_STALL_CONFIG, stall_config)
+            self.stall_watch = {} if self.stall_config["enabled"] else None
+
+    # -- membership outside the heaps -------------------------------------------------------------
+
+    def remove_delayed(self, job: Job) -> bool:
+        if not self.delayed.remove(job.id):
+            return False
+        if job.group_id is not None:
+            self.groups.remove_delayed(job.group_id, 0.0)
+        return True
+
+    def remove_queued(self, job: Job) -> bool:
+        """Take a waiting, prioritized or delayed job out of its heap, counters included."""
+        return self.remove_delayed(job) or self.remove_ready(job)
+
+    def queued_ids(self) -> list[str]:
+        """Every waiting, prioritized and delayed job id, in no particular order."""
+        ids = self.ready.ids()
+        ids.extend(self.groups.ids())
+        ids.extend(self.delayed.keys())
+        return ids
+
+    def clear_queued(self) -> list[str]:
+        """Empty the heaps at once (Drain, Obliterate); the ids they held."""
+        ids = self.queued_ids()
+        self.ready.clear()
+        self.groups.clear(0.0)
+        self.delayed.clear()
+        self.n_waiting = self.n_prioritized = 0
+        return ids
+
+    def note_completed(self, job_id: str) -> None:
+        self.completed[job_id] = None
+        self.n_completed += 1
+
+    def forget_completed(self, job_id: str) -> None:
+        """A completed job leaves memory (retried, cleaned, evicted, replaced)."""
+        if self.completed.pop(job_id, False) is None:
+            self.n_completed -= 1
+
+    def park(self, job_id: str) -> None:
+        """A job starts waiting for its dependencies or children."""
+        self.waiting_children[job_id] = None
+        self.n_waiting_children += 1
+
+    def unpark(self, job_id: str) -> None:
+        if self.waiting_children.pop(job_id, False) is None:
+            self.n_waiting_children -= 1
+
+    @property
+    def n_ready(self) -> int:
+        return self.n_waiting + self.n_prioritized
+
+    @property
+    def n_queued(self) -> int:
+        return self.n_waiting + self.n_prioritized + len(self.delayed)
+
+    def is_idle(self) -> bool:
+        return (
+            not self.n_queued
+            and not self.n_active
+            and not self.n_completed
+            and not self.n_waiting_children
+            and not self.waiters
+            and not self.paused
+            and self.limits is None
+            and self.stall_config is None
+            and not self.groups.lane_count
+        )
+
+
+class Queues(dict[str, QueueState]):
+    """The broker's queues by name; a queue exists from the first time anything names it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Told the name of every queue that comes into being (the broker points it at its event hub).
+        self.on_created: Callable[[str], None] | None = None
+
+    def of(self, name: str) -> QueueState:
+        q = self.get(name)
+        if q is None:
+            q = self[name] = QueueState(name)
+            if self.on_created is not None:
+                self.on_created(name)
+        return q

@@ -1,0 +1,70 @@
+"""Out of the DLQ and out of completion: RetryDlq, PurgeDlq, RemoveDlqJob, SetDlqConfig, RetryCompleted.
+
+The moves themselves (a retry, a restart of a completed job, the DLQ maintenance) are transitions
+(``Transitions.retry_dead``, ``requeue_completed``, ``maintain_dlq``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from bunqueue.broker import states
+from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, Entry, merge_config
+from bunqueue.broker.wiring import Wiring
+
+
+def retry_entries(broker: Wiring, entries: list[Entry], now: float) -> int:
+    t = broker.transitions
+    return sum(1 for entry in entries if t.retry_dead(entry, now, False))
+
+
+def purge(broker: Wiring, queue: str) -> int:
+    t = broker.transitions
+    removed = t.dlq.clear(queue)
+    t.drop_dead_letters(queue, [entry["job"].id for entry in removed])
+    return len(removed)
+
+
+def remove_entry(broker: Wiring, queue: str, job_id: str) -> bool:
+    t = broker.transitions
+    if t.dlq.remove(queue, job_id) is None:
+        return False
+    t.drop_dead_letters(queue, [job_id])
+    return True
+
+
+def set_config(broker: Wiring, queue: str, changes: dict[str, Any]) -> None:
+    t = broker.transitions
+    q = t.queues.of(queue)
+    merged = merge_config(q.dlq_config or DEFAULT_CONFIG, changes)
+    q.dlq_config = None if merged == DEFAULT_CONFIG else merged
+    # A lower maxEntries applies at once; the new retry policy to every entry's next maintenance time.
+    t.drop_dead_letters(queue, t.dlq.overflow(queue))
+    t.dlq.reschedule_queue(queue)
+    t.store.queue_changed(queue, q.settings())
+
+
+# -- completed jobs ------------------------------------------------------------------------------
+
+
+def retry_completed(
+    broker: Wiring, queue: str, job_id: str | None, limit: float, cutoff: float, now: float
+) -> int:
+    """RetryCompleted: one job by id, or the oldest completions (up to ``limit``, at or before ``cutoff``)."""
+    t = broker.transitions
+    q = t.queues.get(queue)
+    if q is None:
+        return 0
+    if job_id is not None:
+        job = t.jobs.get(job_id)
+        if job is None or job.queue != queue or job.state != states.COMPLETED:
+            return 0
+        return int(t.requeue_completed(q, job, now))
+    count = 0
+    jobs = t.jobs
+    for completed_id in list(q.completed):
+        if count >= limit:
+            break
+        job = jobs[completed_id]
+        if job.completed_at <= cutoff:
+            count += t.requeue_completed(q, job, now)
+    return count
