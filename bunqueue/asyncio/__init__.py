@@ -7,10 +7,10 @@ process instead of a server.
 from __future__ import annotations
 
 from bunqueue.asyncio.emitter import EventEmitter
-from bunqueue.asyncio.events import QueueEvents
 from bunqueue.asyncio.flow import FlowNode, FlowProducer
 from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue import Queue
+from bunqueue.asyncio.queueevents import QueueEvents
 from bunqueue.asyncio.worker import Worker
 
 __all__ = ("EventEmitter", "FlowNode", "FlowProducer", "Job", "Queue", "QueueEvents", "Worker")

@@ -4,11 +4,11 @@ Queue, Worker, Job, FlowProducer, QueueEvents``. Each blocking call runs the asy
 from __future__ import annotations
 
 from bunqueue.asyncio.emitter import EventEmitter
-from bunqueue.sdk.connection import Connection
-from bunqueue.sdk.events import QueueEvents
 from bunqueue.sdk.flow import FlowNode, FlowProducer
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.queue import Queue
+from bunqueue.sdk.queueevents import QueueEvents
+from bunqueue.sdk.sharedconnection import Connection
 from bunqueue.sdk.telemetry import TelemetryEvent, TelemetryHandler
 from bunqueue.sdk.worker import Worker
 

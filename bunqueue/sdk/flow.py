@@ -8,8 +8,8 @@ from bunqueue.asyncio import flow as aio
 from bunqueue.asyncio.flow import FlowNode
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import blocking
-from bunqueue.sdk.connection import Connection
 from bunqueue.sdk.job import Job
+from bunqueue.sdk.sharedconnection import Connection
 from bunqueue.sdk.telemetry import TelemetryHandler
 
 __all__ = ("FlowNode", "FlowProducer")

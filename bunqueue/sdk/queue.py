@@ -9,8 +9,8 @@ from bunqueue.asyncio import queue as aio
 from bunqueue.client.options import legacy_envelope
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import blocking
-from bunqueue.sdk.connection import Connection
 from bunqueue.sdk.job import Job
+from bunqueue.sdk.sharedconnection import Connection
 from bunqueue.sdk.telemetry import TelemetryHandler
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.asyncio import events as aio
+from bunqueue.asyncio import queueevents as aio
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
-from bunqueue.sdk.connection import Connection
+from bunqueue.sdk.sharedconnection import Connection
 
 
 class _Bridged(aio.QueueEvents):
@@ -20,7 +20,7 @@ class _Bridged(aio.QueueEvents):
 
 
 class QueueEvents(ThreadedEmitter):
-    """``on(name, callback)`` with the TS client's event names (see ``bunqueue.asyncio.events``)."""
+    """``on(name, callback)`` with the TS client's event names (see ``bunqueue.asyncio.queueevents``)."""
 
     def __init__(
         self,
