@@ -116,6 +116,7 @@ def promote(broker: Broker, job_id: str, now: float) -> None:
     if job is None or job.state not in QUEUED or job.run_at <= now:
         raise CommandError(errors.NOT_DELAYED)
     _promote(broker, _queue_of(broker, job), job, now)
+    broker.events.job_moved(events.JOB_PROMOTED, job_id)
 
 
 def promote_jobs(broker: Broker, queue: str, count: float, now: float) -> int:
@@ -202,6 +203,7 @@ def discard(broker: Broker, job_id: str, token: Any, now: float) -> None:
         broker.keys.release(job)
     t.record_failure(job, "unknown", None, now)
     t.dead_letter(job, "unknown", None, now)
+    broker.events.job_moved(events.JOB_DISCARDED, job_id)
 
 
 # -- progress ----------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """Queue controls: Pause, Resume, IsPaused. A paused queue hands out nothing; resuming wakes its pullers."""
 from __future__ import annotations
 
-from bunqueue.broker import events
 from bunqueue.broker.broker import Broker
 
 
@@ -10,8 +9,7 @@ def pause(broker: Broker, queue: str) -> None:
     if not q.paused:
         q.paused = True
         broker.store.queue_changed(q.name, q.settings())
-        # Queue-level events carry an empty jobId: clients reject an event whose jobId is not a string.
-        broker.events.emit(q.name, events.PAUSED, "")
+        broker.events.queue_paused(q.name, True)
 
 
 def resume(broker: Broker, queue: str) -> None:
@@ -20,7 +18,7 @@ def resume(broker: Broker, queue: str) -> None:
         q.paused = False
         broker.store.queue_changed(q.name, q.settings())
         q.wake(len(q.waiters))
-        broker.events.emit(q.name, events.RESUMED, "")
+        broker.events.queue_paused(q.name, False)
 
 
 def is_paused(broker: Broker, queue: str) -> bool:
