@@ -8,7 +8,7 @@ from bunqueue import errors, options
 from bunqueue._core.jobs import validate_queue_name
 from bunqueue.broker.engine import Session
 from bunqueue.broker.facade import Broker
-from bunqueue.commands.queries import _counts
+from bunqueue.commands.queries import job_counts
 from bunqueue.errors import CommandError
 from bunqueue.monitoring import compaction, dashboard
 from bunqueue.monitoring.counters import MinuteSeries
@@ -125,5 +125,5 @@ def handle_dashboard_queue(broker: Broker, cmd: dict[str, Any], session: Session
     queue = options.queue_name(cmd)
     include_jobs = options.flag_or(cmd, "includeJobs", False)
     limit = options.count_arg(cmd, "jobsLimit", dashboard.DEFAULT_JOBS_LIMIT, finite=True)
-    counts = _counts(broker, queue)
+    counts = job_counts(broker, queue)
     return {"ok": True, "data": dashboard.queue(broker, queue, counts, include_jobs, int(limit))}

@@ -77,7 +77,9 @@ def handle_get_result(broker: Broker, cmd: dict[str, Any], session: Session) -> 
     return reply
 
 
-def _counts(broker: Broker, queue: str) -> dict[str, int]:
+def job_counts(broker: Broker, queue: str, split_paused: bool = True) -> dict[str, int]:
+    """GetJobCounts' counts. Without ``split_paused`` a paused queue's ready jobs stay waiting or
+    prioritized, as the original's `queue:counts` event counts them."""
     q = broker.queues.get(queue)
     if q is None:
         return {
@@ -85,7 +87,7 @@ def _counts(broker: Broker, queue: str) -> dict[str, int]:
             "waiting-children": 0, "paused": 0,
         }
     broker.promote_due(q, broker.clock())
-    paused = q.paused
+    paused = q.paused and split_paused
     return {
         "waiting": 0 if paused else q.n_waiting,
         "prioritized": 0 if paused else q.n_prioritized,
@@ -99,7 +101,7 @@ def _counts(broker: Broker, queue: str) -> dict[str, int]:
 
 
 def handle_get_job_counts(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "counts": _counts(broker, options.queue_name(cmd))}
+    return {"ok": True, "counts": job_counts(broker, options.queue_name(cmd))}
 
 
 def handle_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:

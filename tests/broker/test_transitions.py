@@ -203,4 +203,5 @@ def test_a_new_queue_is_announced_to_system_listeners_only_while_one_listens(wor
     world.push(queue="fresh")
     world.push(queue="before")
     world.send({"cmd": "Pause", "queue": "paused-first"})
-    assert heard == [("queue:created", {"queue": "fresh"}), ("queue:created", {"queue": "paused-first"})]
+    assert heard == [("queue:created", {"queue": "fresh"}), ("queue:created", {"queue": "paused-first"}),
+                     ("queue:paused", {"queue": "paused-first"})]

@@ -1,6 +1,6 @@
 """HTTP/1.1 connection handling against a real server over raw sockets: pipelining in order, keep-alive and
-HTTP/1.0, `Expect: 100-continue`, chunked bodies, HEAD, refused requests, a client that leaves while its
-long-poll waits, and idle connections."""
+HTTP/1.0, `Expect: 100-continue`, chunked bodies, large bodies however they arrive, HEAD, refused requests,
+a client that leaves while its long-poll waits, and idle connections."""
 from __future__ import annotations
 
 import asyncio
@@ -142,6 +142,138 @@ async def test_a_head_that_never_ends_is_refused(http_server: ServerProcess) -> 
     status, _, body = await read_response(reader)
     assert (status, body) == (431, b"Request Header Fields Too Large")
     assert await asyncio.wait_for(reader.read(), 5) == b""
+
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def job_body(size: int) -> tuple[dict[str, object], bytes]:
+    """A push body of about ``size`` bytes, and the job data it carries."""
+    data: dict[str, object] = {"blob": "x" * max(size - 40, 0), "n": size}
+    return data, json.dumps({"name": "large", "data": data}).encode()
+
+
+def push_head(queue: str, headers: bytes) -> bytes:
+    return b"POST /queues/%s/jobs HTTP/1.1\r\nHost: x\r\n%s\r\n" % (queue.encode(), headers)
+
+
+async def pushed_data(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> object:
+    """The data of the job that the answer being read says was pushed, as GetJob returns it."""
+    status, _, answer = await read_response(reader)
+    assert status == 200, answer[:200]
+    job_id = json.loads(answer)["id"]
+    writer.write(b"GET /jobs/%s HTTP/1.1\r\nHost: x\r\n\r\n" % job_id.encode())
+    status, _, answer = await read_response(reader)
+    assert status == 200
+    return json.loads(answer)["job"]["data"]
+
+
+@pytest.mark.parametrize("size", [64 * KIB + 1, 100_000, 1 * MIB, 9 * MIB])
+async def test_a_large_body_in_one_write_is_read_whole(http_server: ServerProcess, size: int) -> None:
+    reader, writer = await open_http(http_server)
+    data, body = job_body(size)
+    # The head and the whole body in one write: the body's bytes are not the head's.
+    writer.write(push_head("large-bodies", b"Content-Length: %d\r\n" % len(body)) + body)
+    assert await pushed_data(reader, writer) == data
+    writer.close()
+
+
+@pytest.mark.parametrize("size", [100_000, 3 * MIB])
+async def test_a_large_chunked_body_is_read_whole(http_server: ServerProcess, size: int) -> None:
+    reader, writer = await open_http(http_server)
+    data, body = job_body(size)
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 7000]), body[i:i + 7000])
+                      for i in range(0, len(body), 7000))
+    writer.write(push_head("large-bodies", b"Transfer-Encoding: chunked\r\n") + chunks + b"0\r\n\r\n")
+    assert await pushed_data(reader, writer) == data
+    writer.close()
+
+
+async def test_a_body_trickled_in_small_writes_is_read_whole(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    data, body = job_body(200_000)
+    message = push_head("large-bodies", b"Content-Length: %d\r\n" % len(body)) + body
+    # The first write carries the head and the start of the body, the rest comes a little at a time.
+    for start in range(0, len(message), 1500):
+        writer.write(message[start:start + 1500])
+        await writer.drain()
+        if start % 30_000 == 0:
+            await asyncio.sleep(0.001)
+    assert await pushed_data(reader, writer) == data
+    writer.close()
+
+
+async def test_a_request_behind_a_large_body_in_the_same_write_is_answered(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    data, body = job_body(300_000)
+    small = json.dumps({"data": {"after": True}}).encode()
+    writer.write(push_head("large-bodies", b"Content-Length: %d\r\n" % len(body)) + body
+                 + push_head("large-bodies", b"Content-Length: %d\r\n" % len(small)) + small)
+    first = await read_response(reader)
+    second = await read_response(reader)
+    assert (first[0], second[0]) == (200, 200)
+    for (_, _, answer), expected in ((first, data), (second, {"after": True})):
+        writer.write(b"GET /jobs/%s HTTP/1.1\r\nHost: x\r\n\r\n" % json.loads(answer)["id"].encode())
+        assert json.loads((await read_response(reader))[2])["job"]["data"] == expected
+    writer.close()
+
+
+async def test_job_data_over_ten_megabytes_is_refused_as_the_reference_does(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    _, body = job_body(20 * MIB)
+    writer.write(push_head("too-large-data", b"Content-Length: %d\r\n" % len(body)) + body)
+    status, headers, answer = await read_response(reader)
+    assert (status, headers["content-type"]) == (400, "application/json")
+    assert json.loads(answer) == {"ok": False, "error": "Job data too large (max 10MB)"}
+    bulk = json.dumps({"jobs": [{"data": {"small": 1}}, {"data": {"blob": "x" * 20 * MIB}}]}).encode()
+    writer.write(b"POST /queues/too-large-data/jobs/bulk HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(bulk), bulk))
+    status, _, answer = await read_response(reader)
+    assert (status, json.loads(answer)) == (400, {"ok": False, "error": "jobs[1]: Job data too large (max 10MB)"})
+    # Nothing of either was admitted, and the connection goes on.
+    writer.write(b"GET /queues/too-large-data/count HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, _, answer = await read_response(reader)
+    assert (status, json.loads(answer)["count"]) == (200, 0)
+    writer.close()
+
+
+async def test_a_chunked_body_over_the_cap_is_refused(http_server: ServerProcess) -> None:
+    reader, writer = await open_http(http_server)
+    writer.write(push_head("over-cap", b"Transfer-Encoding: chunked\r\n"))
+    chunk = b"%x\r\n%s\r\n" % (MIB, b"y" * MIB)
+    for _ in range(connection.MAX_BODY_BYTES // MIB + 1):
+        writer.write(chunk)
+        await writer.drain()
+    status, _, body = await read_response(reader)
+    assert (status, body) == (413, b"Request Entity Too Large")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+
+
+async def test_the_head_limit_counts_the_request_line_and_headers_only(http_server: ServerProcess) -> None:
+    # Just under the limit, with a body in the same write: answered.
+    reader, writer = await open_http(http_server)
+    data, body = job_body(100_000)
+    padding = b"X-Pad: " + b"p" * (connection.MAX_HEAD_BYTES - 200) + b"\r\n"
+    writer.write(push_head("head-limit", padding + b"Content-Length: %d\r\n" % len(body)) + body)
+    assert await pushed_data(reader, writer) == data
+    writer.close()
+    # Just over it, in one write: refused.
+    reader, writer = await open_http(http_server)
+    padding = b"X-Pad: " + b"p" * connection.MAX_HEAD_BYTES + b"\r\n"
+    writer.write(push_head("head-limit", padding + b"Content-Length: 2\r\n") + b"{}")
+    status, _, answer = await read_response(reader)
+    assert (status, answer) == (431, b"Request Header Fields Too Large")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    # Many headers, each small, sent a few at a time.
+    reader, writer = await open_http(http_server)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    for i in range(connection.MAX_HEAD_BYTES // 1000 + 2):
+        writer.write(b"X-Many-%d: %s\r\n" % (i, b"m" * 1000))
+        await writer.drain()
+    writer.write(b"\r\n")
+    status, _, answer = await read_response(reader)
+    assert (status, answer) == (431, b"Request Header Fields Too Large")
 
 
 async def test_a_long_poll_whose_client_left_takes_no_job(http_server: ServerProcess) -> None:

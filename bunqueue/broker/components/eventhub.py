@@ -31,6 +31,12 @@ RESUMED = "resumed"
 DELAYED = "delayed"
 DUPLICATED = "duplicated"
 
+# System events that name what a command did (the streams' own names; job events get theirs from the type).
+QUEUE_PAUSED = "queue:paused"
+QUEUE_RESUMED = "queue:resumed"
+JOB_PROMOTED = "job:promoted"
+JOB_DISCARDED = "job:discarded"
+
 
 class EventHub:
     __slots__ = ("by_queue", "clock", "notices", "taps", "wanted", "webhooks")
@@ -67,6 +73,18 @@ class EventHub:
     def queue_created(self, queue: str) -> None:
         if self.notices:
             self.notify("queue:created", {"queue": queue})
+
+    def queue_paused(self, queue: str, paused: bool) -> None:
+        """A queue paused or resumed: the system event, then the queue-level job event."""
+        if self.notices:
+            self.notify(QUEUE_PAUSED if paused else QUEUE_RESUMED, {"queue": queue})
+        # Queue-level job events carry an empty jobId: clients reject an event whose jobId is not a string.
+        self.emit(queue, PAUSED if paused else RESUMED, "")
+
+    def job_moved(self, name: str, job_id: str) -> None:
+        """A job promoted or discarded by command: a system event naming the job only, as the original's."""
+        if self.notices:
+            self.notify(name, {"jobId": job_id})
 
     def subscribe(self, session: Session, queue: str) -> None:
         """Listen to ``queue``; a new subscription replaces the session's previous one."""

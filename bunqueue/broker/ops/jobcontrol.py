@@ -117,6 +117,7 @@ def promote(broker: Wiring, job_id: str, now: float) -> None:
     if job is None or job.state not in QUEUED or job.run_at <= now:
         raise CommandError(errors.NOT_DELAYED)
     _promote(broker, _queue_of(broker, job), job, now)
+    broker.events.job_moved(eventhub.JOB_PROMOTED, job_id)
 
 
 def promote_jobs(broker: Wiring, queue: str, count: float, now: float) -> int:
@@ -196,6 +197,7 @@ def discard(broker: Wiring, job_id: str, token: Any, now: float) -> None:
     if job.state not in QUEUED and job.state != states.ACTIVE:
         raise CommandError(errors.JOB_NOT_FOUND)
     broker.transitions.discard(job, None, now, False)
+    broker.events.job_moved(eventhub.JOB_DISCARDED, job_id)
 
 
 # -- progress ----------------------------------------------------------------------------------------

@@ -1,11 +1,10 @@
 """Queue controls: Pause, Resume, IsPaused. A paused queue hands out nothing; resuming wakes its pullers.
 
-Every Pause and Resume is an event (`paused`, `resumed`), a repeated one too, as in the reference; only a
-change of state is stored.
+Every Pause and Resume is an event (`queue:paused` then `paused`, `queue:resumed` then `resumed`), a
+repeated one too, as in the reference; only a change of state is stored.
 """
 from __future__ import annotations
 
-from bunqueue.broker.components import eventhub
 from bunqueue.broker.wiring import Wiring
 
 
@@ -15,8 +14,7 @@ def pause(broker: Wiring, queue: str) -> None:
         q.paused = True
         broker.store.queue_changed(q.name, q.settings())
     broker.counters.on_event(q.name)
-    # Queue-level events carry an empty jobId: clients reject an event whose jobId is not a string.
-    broker.events.emit(q.name, eventhub.PAUSED, "")
+    broker.events.queue_paused(q.name, True)
 
 
 def resume(broker: Wiring, queue: str) -> None:
@@ -26,7 +24,7 @@ def resume(broker: Wiring, queue: str) -> None:
         broker.store.queue_changed(q.name, q.settings())
         q.wake(len(q.waiters))
     broker.counters.on_event(q.name)
-    broker.events.emit(q.name, eventhub.RESUMED, "")
+    broker.events.queue_paused(q.name, False)
 
 
 def is_paused(broker: Wiring, queue: str) -> bool:

@@ -47,10 +47,11 @@ def is_stream_path(path: str) -> bool:
 
 
 class HttpApi:
-    def __init__(self, now: Callable[[Reply], Reply | Awaitable[Reply]], answers: Answers, *,
+    def __init__(self, now: Callable[[Reply, int], Reply | Awaitable[Reply]], answers: Answers, *,
                  tokens: frozenset[str], cors_origins: str, metrics_auth: bool, rate_limit: int,
                  rate_window_ms: int) -> None:
-        # A command's reply, or an awaitable of it when the command waits.
+        # A command's reply, or an awaitable of it when the command waits, given the size of the body that
+        # carried it (the job-data size check looks at large ones only, as for TCP frames).
         self.now = now
         self.answers = answers
         self.tokens = tokens
@@ -128,7 +129,7 @@ class HttpApi:
             first = {key: values[0] for key, values in query.items()}
             return self._special(route.special, params, first, body)
         assert route.build is not None
-        reply = self.now(route.build(params, query, body))
+        reply = self.now(route.build(params, query, body), len(request.body))
         if type(reply) is dict:
             return self.reply(route, reply)
         return self._reply_later(route, reply)  # type: ignore[arg-type]
@@ -180,7 +181,7 @@ class HttpApi:
         if path == "/ready":
             return self._ready()
         # Probes come often: answered at once unless the storage status has to wait.
-        reply = self.now({"cmd": "StorageStatus"})
+        reply = self.now({"cmd": "StorageStatus"}, 0)
         if type(reply) is dict:
             return self.json(*self.answers.health_of(reply.get("data") or {}))
         return self._health_later(reply)  # type: ignore[arg-type]

@@ -23,9 +23,13 @@ from bunqueue.server.http.messages import TEXT_TYPE, HttpRequest, HttpResponse
 log = logging.getLogger("bunqueue.http")
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
-# The request line and headers together (Bun allows 16 KiB), give or take one read: a client cannot grow
-# them without bound.
+# The request line and headers together (Bun allows 16 KiB); the body does not count. A read is parsed
+# this much at a time, so what the parser holds of an unfinished header grows by at most this per step.
 MAX_HEAD_BYTES = 64 * 1024
+# What a request line adds to its target (method, spaces, version, CRLF), and a header line to its name
+# and value (": ", CRLF), give or take optional whitespace.
+REQUEST_LINE_BYTES = 20
+HEADER_LINE_BYTES = 4
 # Parsed requests waiting behind one that is being answered before the connection stops reading.
 MAX_PIPELINED = 32
 # An idle keep-alive connection is closed after this long (aiohttp's default).
@@ -52,6 +56,9 @@ def text_answer(status: int, text: str) -> HttpResponse:
     return HttpResponse(status, text.encode(), TEXT_TYPE)
 
 
+HEAD_TOO_LARGE = text_answer(431, "Request Header Fields Too Large")
+
+
 class HttpConnection(asyncio.Protocol):
     def __init__(self, listener: Listener, api: HttpApi) -> None:
         self.listener = listener
@@ -64,10 +71,15 @@ class HttpConnection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
         self.size = 0
-        # Whether the request line and headers are still arriving, and how many bytes came meanwhile (the
-        # parser keeps an unfinished header itself, so it is bounded here).
-        self.in_head = True
-        self.head_size = 0
+        # Whether the request line and headers are arriving. Their size is counted twice, each count a
+        # lower bound that never takes in body bytes: what the parser has reported (target, whole header
+        # lines), and the pieces that were head from end to end (what the parser keeps of an unfinished
+        # header it reports only when the header ends). Either over ``MAX_HEAD_BYTES`` refuses the request.
+        self.in_head = False
+        self.head_parsed = 0
+        self.head_streamed = 0
+        # Whether a request began in the piece being parsed.
+        self.began = False
         # Parsed requests not answered yet, and the task of the one whose answer waits.
         self.queue: deque[HttpRequest] = deque()
         self.waiting: asyncio.Task[None] | None = None
@@ -130,23 +142,38 @@ class HttpConnection(asyncio.Protocol):
             return
         if self.ended or self.final is not None:
             return
-        if self.in_head:
-            self.head_size += len(data)
-            if self.head_size > MAX_HEAD_BYTES:
-                self.final = text_answer(431, "Request Header Fields Too Large")
-                self.answer_queued()
-                return
+        size = len(data)
+        if size <= MAX_HEAD_BYTES:
+            self.feed(data, data, 0)
+        else:
+            view = memoryview(data)
+            for start in range(0, size, MAX_HEAD_BYTES):
+                if not self.feed(view[start:start + MAX_HEAD_BYTES], data, start):
+                    break
+        self.answer_queued()
+
+    def feed(self, piece: bytes | memoryview, data: bytes, start: int) -> bool:
+        """Parse ``piece``, which starts at ``start`` in ``data``; whether parsing goes on."""
+        in_head = self.in_head
+        self.began = False
         try:
-            self.parser.feed_data(data)
+            self.parser.feed_data(piece)
         except httptools.HttpParserUpgrade as upgrade:
             # Only a stream may take the connection over; any other request is answered, then it closes.
             if self.queue:
-                self.queue[-1].rest = data[upgrade.args[0]:]
+                self.queue[-1].rest = data[start + upgrade.args[0]:]
             self.final = text_answer(400, "Bad Request") if not self.queue else None
             self.closing = True
+            return False
         except httptools.HttpParserError:
             self.final = self.final or text_answer(400, "Bad Request")
-        self.answer_queued()
+            return False
+        if in_head and self.in_head and not self.began:
+            self.head_streamed += len(piece)
+            if self.head_streamed > MAX_HEAD_BYTES:
+                self.final = HEAD_TOO_LARGE
+                return False
+        return True
 
     def check_idle(self) -> None:
         """Close a connection that has had nothing to do for ``KEEPALIVE_S``."""
@@ -164,7 +191,9 @@ class HttpConnection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self.in_head = True
-        self.head_size = 0
+        self.began = True
+        self.head_parsed = REQUEST_LINE_BYTES
+        self.head_streamed = 0
         self.url = b""
         self.headers = []
         self.body = []
@@ -172,9 +201,19 @@ class HttpConnection(asyncio.Protocol):
 
     def on_url(self, url: bytes) -> None:
         self.url += url
+        self.count_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
+        if self.in_head:
+            self.headers.append((name, value))
+            self.count_head(len(name) + len(value) + HEADER_LINE_BYTES)
+
+    def count_head(self, size: int) -> None:
+        self.head_parsed += size
+        if self.head_parsed > MAX_HEAD_BYTES:
+            self.final = HEAD_TOO_LARGE
+            # Stop parsing: the rest of the head is not read.
+            raise httptools.HttpParserError("head too large")
 
     def on_headers_complete(self) -> None:
         self.in_head = False

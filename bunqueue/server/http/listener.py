@@ -78,8 +78,9 @@ class Commands:
     def __init__(self, runner: CommandRunner) -> None:
         self.runner = runner
 
-    def now(self, request: Reply) -> Reply | Awaitable[Reply]:
+    def now(self, request: Reply, body_size: int = 0) -> Reply | Awaitable[Reply]:
         client = RequestClient()
+        client.session.frame_size = body_size
         reply = self.runner.run(request, client)
         if reply is not None:
             return reply

@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from bunqueue.broker.session import Session
+from bunqueue.commands.queries import job_counts
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
@@ -37,9 +37,12 @@ COUNTS_FIELDS = ("waiting", "prioritized", "active", "completed", "failed", "del
 # How a job event's type reads on a stream: a pulled job is "active" there.
 STREAM_NAMES = {"pulled": "active"}
 EVENT_FIELDS = ("error", "progress", "prev", "delay")
+# Of those, the ones a subscribed socket gets only when set (not empty), as the original tests them.
+SET_FIELDS = ("error", "prev")
 SUBSCRIBABLE = (
     "job:pushed", "job:active", "job:completed", "job:failed", "job:progress", "job:stalled", "job:removed",
-    "job:delayed", "job:duplicated", "job:retried", "job:waiting-children", "job:paused", "job:resumed",
+    "job:promoted", "job:discarded", "job:delayed", "job:duplicated", "job:retried", "job:waiting-children",
+    "job:paused", "job:resumed",
     "queue:created", "queue:paused", "queue:resumed", "queue:drained", "queue:obliterated", "queue:removed",
     "queue:counts", "client:connected", "client:disconnected", "worker:connected", "worker:disconnected",
     "cron:created", "cron:deleted", "webhook:added", "webhook:removed", "webhook:enabled", "webhook:disabled",
@@ -56,6 +59,15 @@ def sse_data(event: Event) -> Event:
     data: Event = {"queue": event.get("queue"), "jobId": event.get("jobId"), "timestamp": event.get("timestamp")}
     for name in EVENT_FIELDS:
         if name in event:
+            data[name] = event[name]
+    return data
+
+
+def socket_data(event: Event) -> Event:
+    """A job event's data for a subscribed socket."""
+    data: Event = {"queue": event.get("queue"), "jobId": event.get("jobId")}
+    for name in EVENT_FIELDS:
+        if name in event and (name not in SET_FIELDS or event[name]):
             data[name] = event[name]
     return data
 
@@ -111,7 +123,6 @@ class EventFeed:
         # Queues whose job events since the last `queue:counts` round want a snapshot, in order of change.
         self.counts_due: dict[str, None] = {}
         self.counts_timer: asyncio.TimerHandle | None = None
-        self.counts_session = Session(authenticated=True)
 
     @property
     def listening(self) -> bool:
@@ -146,8 +157,7 @@ class EventFeed:
                 if not socket.queue or socket.queue == queue:
                     socket.send(event)
             elif socket.wants(name):
-                data = {"jobId": event.get("jobId"), "queue": queue}
-                socket.send({"event": name, "ts": event.get("timestamp"), "data": data})
+                socket.send({"event": name, "ts": event.get("timestamp"), "data": socket_data(event)})
         if queue is not None:
             self.counts_due[queue] = None
             if self.counts_timer is None:
@@ -159,9 +169,9 @@ class EventFeed:
         due, self.counts_due = self.counts_due, {}
         if not self.listening:
             return
+        broker = self.runner.broker
         for queue in due:
-            reply = self.runner.dispatch({"cmd": "GetJobCounts", "queue": queue}, self.counts_session, True)
-            counts = reply.get("counts") or {}
+            counts = job_counts(broker, queue, split_paused=False)
             data: Event = {"queue": queue}
             for name in COUNTS_FIELDS:
                 data[name] = counts.get(name, 0)
