@@ -453,6 +453,19 @@ CRON_NEEDS_TIMING = "Cron job must have either schedule or repeatEvery"
 CRON_REPEAT_EVERY = "Cron repeatEvery must be a positive safe integer number of milliseconds"
 CRON_FIELD_COUNT = "Cron expression must have 5 fields, or 6 fields with leading seconds"
 CRON_NO_FUTURE = "Cron expression has no future occurrences"
+# The calendar fields' refusals, in the words of Bun's cron parser, which says "Invalid cron expression: "
+# itself: the reference puts its own prefix in front, so the wire text carries it twice.
+CRON_STEP = "Invalid cron expression: step value must be a positive integer"
+CRON_RANGE = "Invalid cron expression: range must be ascending (use 'a,b' or 'a-max,0-b' for wrap-around)"
+CRON_VALUE = "Invalid cron expression: value out of range for field"
+CRON_SYNTAX = "Invalid cron expression: unrecognized field syntax"
+# The leading seconds field's refusals (the reference parses that field itself).
+SECONDS_EMPTY_ENTRY = "list entries cannot be empty"
+SECONDS_STEP_RANGE = "step must be between 1 and 60"
+SECONDS_STEP_BASE = "steps require a wildcard or range"
+SECONDS_VALUE_RANGE = "values must be between 0 and 59"
+SECONDS_RANGE_ORDER = "range start must not exceed range end"
+TIMEZONE_NOT_STRING = "Bun.cron: options.tz must be a string"
 REPEAT_WITH_JOB_ID = "repeat jobs cannot use JobOptions.jobId; use repeat.jobId instead"
 REPEAT_WITH_RELATIONS = "repeat jobs cannot participate in parent or dependency relationships"
 
@@ -471,12 +484,27 @@ def invalid_repeat_pattern(reason: str) -> str:
     return f"Invalid repeat pattern: {reason}"
 
 
+def cron_seconds(field: str, reason: str) -> str:
+    """A leading seconds field refused: ``Invalid cron seconds field "61": values must be between 0 and 59``."""
+    return f'Invalid cron seconds field "{shown(field)}": {reason}'
+
+
+def seconds_segment(segment: str) -> str:
+    return f'invalid segment "{shown(segment)}"'
+
+
+def seconds_range(base: str) -> str:
+    return f'invalid range "{shown(base)}"'
+
+
+def seconds_not_integer(label: str) -> str:
+    """``label``: ``step``, ``range start``, ``range end`` or ``value``."""
+    return f"{label} must be an integer"
+
+
 def unknown_timezone(name: str) -> str:
-    return f"unknown time zone '{name}'"
-
-
-def invalid_timezone(name: str) -> str:
-    return f"Invalid timezone: {unknown_timezone(name)}"
+    # The reference passes Bun's own message on, library name and all.
+    return f"Bun.cron: unknown time zone '{shown(name)}'"
 
 
 def repeat_timestamp(field: str) -> str:

@@ -3,8 +3,9 @@
 Each module reads a family's requests (options are checked in ``bunqueue.options``) and calls
 the broker module of the same name (``commands.dlq`` -> ``broker.dlq``...; ``commands.jobs`` -> the
 ``Broker`` facade itself). A handler takes (broker, request, session) and returns a reply dict, or an
-awaitable of one when the command has to wait (long-poll pulls). Handlers raise ``CommandError`` for
-``{ok: false, error}``.
+awaitable of one when the command has to wait (long-poll pulls). The reply is a new dict each time: the
+runner writes the request's reqId into it, so a dict shared between replies would carry another's reqId.
+Handlers raise ``CommandError`` for ``{ok: false, error}``.
 """
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ from bunqueue.broker.engine import Session
 from bunqueue.broker.facade import Broker
 
 Reply = dict[str, Any]
-OK: Reply = {"ok": True}
 # GetGroupRateLimitTtl maxJobs above this compare as "more than any window holds".
 MAX_JOBS_CAP = 2**62
 
@@ -45,7 +44,7 @@ def handle_set_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Se
     max_jobs = options.positive_safe_integer(cmd.get("max"), "max")
     duration = options.positive_safe_integer(cmd.get("duration"), "duration")
     broker.groups.set_rate_limit(queue, group_id, max_jobs, duration)
-    return OK
+    return {"ok": True}
 
 
 def handle_get_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -70,7 +69,7 @@ def handle_set_group_concurrency(broker: Broker, cmd: dict[str, Any], session: S
     queue, group_id = _target(cmd)
     concurrency = options.positive_safe_integer(cmd.get("concurrency"), "concurrency")
     broker.groups.set_concurrency(queue, group_id, concurrency)
-    return OK
+    return {"ok": True}
 
 
 def handle_get_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
@@ -102,5 +101,5 @@ def handle_rate_limit_group(broker: Broker, cmd: dict[str, Any], session: Sessio
     queue, group_id = _target(cmd)
     duration = options.positive_safe_integer(cmd.get("duration"), "duration")
     broker.groups.limit_for(queue, group_id, duration)
-    return OK
+    return {"ok": True}
 

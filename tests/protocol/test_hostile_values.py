@@ -118,6 +118,22 @@ def test_ack_refuses_a_deep_result_and_keeps_the_job_active(raw: RawClient, queu
     assert TIMESTAMP in raw.raw_frame()
 
 
+@pytest.mark.parametrize("levels", [MAX_VALUE_DEPTH + 1, 1000])
+def test_progress_refuses_a_deep_object_and_keeps_the_last(raw: RawClient, queue_name: str, levels: int) -> None:
+    """A progress object's JSON becomes the message: one nested past the limit is refused, not encoded."""
+    call(raw, {"cmd": "PUSH", "queue": queue_name, "data": 1})
+    job_id = call(raw, {"cmd": "PULL", "queue": queue_name})["job"]["id"]
+    assert call(raw, {"cmd": "Progress", "id": job_id, "progress": {"step": 1}}) == {"ok": True}
+    reply = call(raw, {"cmd": "Progress", "id": job_id}, {"progress": nested(levels)})
+    assert reply == {"ok": False, "error": f"progress {NESTED_ERROR}"}
+    got = call(raw, {"cmd": "GetProgress", "id": job_id})
+    assert (got["progress"], got["message"]) == (0, '{"step":1}')
+    deepest = call(raw, {"cmd": "Progress", "id": job_id}, {"progress": nested(MAX_VALUE_DEPTH)})
+    assert deepest == {"ok": True}
+    message = call(raw, {"cmd": "GetProgress", "id": job_id})["message"]
+    assert message == "[" * MAX_VALUE_DEPTH + "1" + "]" * MAX_VALUE_DEPTH
+
+
 @pytest.mark.parametrize("cmd", ["PromoteJobs", "Dlq"])
 def test_negative_infinite_count_is_a_cap_of_zero(raw: RawClient, queue_name: str, cmd: str) -> None:
     call(raw, {"cmd": "PUSH", "queue": queue_name, "data": 1, "delay": 60_000})

@@ -105,7 +105,7 @@ def test_successor_of_a_batch_job(raw: RawClient, queue_name: str) -> None:
         ({"pattern": "bogus"},
          "Invalid repeat pattern: Cron expression must have 5 fields, or 6 fields with leading seconds"),
         ({"pattern": "0 0 30 2 *"}, "Invalid repeat pattern: Cron expression has no future occurrences"),
-        ({"pattern": "0 9 * * *", "tz": "Mars/X"}, "Invalid repeat pattern: unknown time zone 'Mars/X'"),
+        ({"pattern": "0 9 * * *", "tz": "Mars/X"}, "Invalid repeat pattern: Bun.cron: unknown time zone 'Mars/X'"),
         ({"every": 100, "startDate": "x"}, "repeat.startDate must be a number"),
         ({"every": 100, "endDate": {}}, "repeat.endDate must be a number"),
         ({"every": 100, "offset": "x"}, "repeat.offset must be a finite timestamp"),

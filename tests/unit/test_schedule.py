@@ -92,16 +92,30 @@ def test_an_hourly_schedule_runs_in_both_repeated_hours() -> None:
     ]
 
 
+def test_an_every_minute_schedule_runs_on_into_the_repeated_hour() -> None:
+    # As in the reference: every minute of 02:00 runs in both of its instances, 02:59 CEST then 02:00 CET.
+    assert runs("* 2 * * *", "Europe/Rome", ms(2026, 10, 25, 0, 58)) == [
+        ms(2026, 10, 25, 0, 59), ms(2026, 10, 25, 1, 0), ms(2026, 10, 25, 1, 1)
+    ]
+
+
+def test_a_schedule_every_other_hour_runs_once_in_the_repeated_hour() -> None:
+    # 02:30 CEST (00:30 UTC) has passed; 02:30 CET is the same wall time again and does not run.
+    assert runs("30 */2 * * *", "Europe/Rome", ms(2026, 10, 25, 0, 58), 2) == [
+        ms(2026, 10, 25, 3, 30), ms(2026, 10, 25, 5, 30)
+    ]
+
+
 @pytest.mark.parametrize(
     "expression, tz, message",
     [
         ("* * * * * * *", None, FIELD_COUNT),
         ("bogus", None, FIELD_COUNT),
         ("", None, FIELD_COUNT),
-        ("@reboot", None, FIELD_COUNT),
-        ("61 * * * *", None, "Invalid cron expression: [61 * * * *] is not acceptable, out of range"),
-        ("0 9 * * *", "Mars/Base", "unknown time zone 'Mars/Base'"),
-        ("0 9 * * *", "../etc/passwd", "unknown time zone '../etc/passwd'"),
+        ("@reboot", None, "Invalid cron expression: Invalid cron expression: unrecognized field syntax"),
+        ("61 * * * *", None, "Invalid cron expression: Invalid cron expression: value out of range for field"),
+        ("0 9 * * *", "Mars/Base", "Invalid cron expression: Bun.cron: unknown time zone 'Mars/Base'"),
+        ("0 9 * * *", "../etc/passwd", "Invalid cron expression: Bun.cron: unknown time zone '../etc/passwd'"),
     ],
 )
 def test_invalid_expressions_and_zones(expression: str, tz: str | None, message: str) -> None:

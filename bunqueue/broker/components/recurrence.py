@@ -1,8 +1,9 @@
 """Schedule arithmetic for crons and repeating jobs: pure functions of a time, no clock of their own.
 
 An expression has 5 fields, or 6 with *leading* seconds (croniter's ``second_at_beginning``), or is one of
-the ``@daily``-style macros. Times are epoch milliseconds; a time zone is an IANA name read with
-``zoneinfo`` (UTC when none is given). Occurrences are computed in the zone's wall-clock time, so a
+the ``@daily``-style macros; ``cronsyntax`` checks it by the reference's rules. Times are epoch
+milliseconds; a time zone is an IANA name (any case, as the reference takes it) read with ``zoneinfo``
+(UTC when none is given). Occurrences are computed in the zone's wall-clock time, so a
 schedule keeps its local hour across daylight-saving changes: a wall time skipped by a spring-forward
 change does not run that day, and one repeated by a fall-back change runs once.
 """
@@ -11,33 +12,39 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, available_timezones
 
-from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
+from croniter import CroniterBadDateError, CroniterError, croniter
 
 from bunqueue import errors
+from bunqueue.broker.components.cronsyntax import croniter_fields
 from bunqueue.errors import CommandError
 
-MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
+# tzdata's files that name no zone the reference knows.
+_NOT_ZONES = frozenset({"Factory", "localtime", "posixrules"})
+
+
+def zone(name: object) -> ZoneInfo | None:
+    """The IANA zone ``name`` (None: UTC); raises CommandError for a name the reference would not take."""
+    if name is None:
+        return None
+    if type(name) is not str:
+        raise CommandError(errors.invalid_cron(errors.TIMEZONE_NOT_STRING))
+    known = _zone_names().get(name.lower())
+    if known is None:
+        raise CommandError(errors.invalid_cron(errors.unknown_timezone(name)))
+    return _zone(known)
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    # Looked up here, not by opening a file named after the request's text.
+    return {name.lower(): name for name in available_timezones() if name not in _NOT_ZONES}
 
 
 @lru_cache(maxsize=256)
-def zone(name: str | None) -> ZoneInfo | None:
-    """The IANA zone ``name`` (None: UTC); raises CommandError for a name zoneinfo does not know."""
-    if name is None:
-        return None
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise CommandError(errors.unknown_timezone(name)) from None
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
 
 
 @lru_cache(maxsize=4096)
@@ -53,24 +60,17 @@ class Schedule:
 
     def __init__(self, expression: str, tz: str | None = None) -> None:
         self.expression = expression
+        self.fields = croniter_fields(expression)
+        # The reference checks the zone after the expression.
         self.tz = zone(tz)
-        text = expression.strip()
-        text = MACROS.get(text.lower(), text)
-        parts = text.split()
-        if len(parts) not in (5, 6):
-            raise CommandError(errors.invalid_cron(errors.CRON_FIELD_COUNT))
-        self.fields = " ".join(parts)
-        # A schedule naming its hours runs once on a day whose wall clock repeats an hour; one that runs
-        # every hour runs in both (they are different hours of real time).
-        self.fixed_hour = "*" not in parts[-4]
-        try:
-            # Parses every field once, here: firing never meets a bad expression, and only moves the
-            # iterator (parsing costs more than finding an occurrence).
-            self.iterator = croniter(
-                self.fields, datetime(2000, 1, 1, tzinfo=self.tz or UTC), second_at_beginning=True
-            )
-        except (CroniterBadCronError, CroniterError, ValueError, KeyError) as exc:
-            raise CommandError(errors.invalid_cron(str(exc) or errors.CRON_FIELD_COUNT)) from None
+        parts = self.fields.split()
+        # As in the reference, a schedule that runs every minute or every hour runs in both instances of
+        # an hour that a fall-back change repeats (they are different hours of real time); any other runs
+        # once on that day.
+        self.fixed_hour = not (_every(parts[-5], 60) or _every(parts[-4], 24))
+        # Parses every field once, here: firing only moves the iterator (parsing costs more than finding an
+        # occurrence). croniter_fields wrote the fields as croniter reads them.
+        self.iterator = croniter(self.fields, datetime(2000, 1, 1, tzinfo=self.tz or UTC), second_at_beginning=True)
         # (second asked about, its answer): crons sharing a schedule fire together and ask the same.
         self.last: tuple[float, float | None] = (math.nan, None)
 
@@ -95,6 +95,10 @@ class Schedule:
     def check_future(self, now_ms: float) -> None:
         if self.next_after(now_ms) is None:
             raise CommandError(errors.invalid_cron(errors.CRON_NO_FUTURE))
+
+
+def _every(field: str, count: int) -> bool:
+    return field == "*" or field.count(",") == count - 1
 
 
 def _repeated_wall_time(when: datetime) -> bool:

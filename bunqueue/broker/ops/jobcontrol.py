@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from bunqueue import errors
-from bunqueue._core.jobs import Job, wire_number
+from bunqueue._core.jobs import Job, check_nesting, wire_number
 from bunqueue.broker import states
 from bunqueue.broker.components import eventhub
 from bunqueue.broker.components.queues import QueueState
@@ -238,7 +238,8 @@ def normalize_progress(progress: Any) -> tuple[Any, str | None]:
     """(value clamped to 0..100, message it implies) as the reference stores any progress value.
 
     A number is kept (NaN is 0); a numeric string, a boolean and null are their number; other text is
-    0 with the text as the message; an object or array is 0 with its JSON as the message.
+    0 with the text as the message; an object or array is 0 with its JSON as the message (refused when
+    nested deeper than ``errors.MAX_VALUE_DEPTH``).
     """
     kind = type(progress)
     derived: str | None = None
@@ -252,6 +253,9 @@ def normalize_progress(progress: Any) -> tuple[Any, str | None]:
             value, derived = 0.0, progress
     elif kind is dict or kind is list:
         value = 0.0
+        # Its JSON is kept as the message: the depth every kept value is held to keeps the encoder within
+        # the interpreter's recursion limit.
+        check_nesting(progress, "progress")
         try:
             derived = json.dumps(progress, ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError):

@@ -18,7 +18,7 @@ from typing import Any
 from bunqueue import errors, options
 from bunqueue._core.jobs import NO_DATA, JobFactory
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.components.recurrence import Schedule, shared, zone
+from bunqueue.broker.components.recurrence import Schedule, shared
 from bunqueue.broker.timers.deadlines import CRON, Alarms
 from bunqueue.errors import CommandError
 from bunqueue.storage import Store
@@ -198,19 +198,11 @@ def _timing(cmd: dict[str, Any], now: float) -> tuple[str | None, int | None, st
     schedule = options.optional_string(cmd, "schedule") or None
     if schedule is None and repeat_every is None:
         raise CommandError(errors.CRON_NEEDS_TIMING)
-    timezone = options.optional_string(cmd, "timezone")
-    try:
-        if schedule is None:
-            zone(timezone)
-        else:
-            Schedule(schedule, timezone).check_future(now)
-    except CommandError as exc:
-        message = exc.message
-        if schedule is None:
-            message = errors.invalid_timezone(str(timezone))
-        elif not message.startswith(errors.invalid_cron("")):
-            message = errors.invalid_cron(message)
-        raise CommandError(message) from None
+    if schedule is None:
+        # As in the reference, an interval's zone is kept but never looked up: nothing reads it.
+        return None, repeat_every, options.optional_string(cmd, "timezone")
+    timezone = cmd.get("timezone")
+    Schedule(schedule, timezone).check_future(now)
     return schedule, repeat_every, timezone
 
 
