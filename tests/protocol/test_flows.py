@@ -418,3 +418,66 @@ async def test_pushf_group_caps_count_the_graph(conn: Connection, queue_name: st
         "ok": False, "error": "Group G has reached its maximum size of 2"}
     assert await state(conn, "G1") == "unknown"
     assert (await call(conn, {"cmd": "PUSHF", "jobs": [member("G1"), member("G2")]}))["ok"] is True
+
+
+async def test_parent_timeline_records_its_promotion(conn: Connection, queue_name: str) -> None:
+    """Children completing out of order: the parent waits until the last, then its timeline gains the
+    state it entered (waiting), as the reference's dependency promotion records it."""
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("OP", p, ["OA", "OB", "OC"], c)}))["ok"]
+    pulled = await call(conn, {"cmd": "PULLB", "queue": c, "count": 3})
+    assert [job["id"] for job in pulled["jobs"]] == ["OA", "OB", "OC"]
+    created = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]["createdAt"]
+    for kid in ("OC", "OA"):
+        assert (await call(conn, {"cmd": "ACK", "id": kid, "result": kid}))["ok"]
+        parent = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]
+        assert parent["state"] == "waiting-children"
+        assert parent["timeline"] == [{"state": "waiting-children", "timestamp": created}]
+    assert (await call(conn, {"cmd": "ACK", "id": "OB", "result": "OB"}))["ok"]
+    parent = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]
+    assert parent["state"] == "waiting" and parent["startedAt"] is None and parent["runAt"] == created
+    first, promoted = parent["timeline"]
+    assert first == {"state": "waiting-children", "timestamp": created}
+    assert promoted["state"] == "waiting" and promoted["timestamp"] >= created and set(promoted) == {
+        "state", "timestamp"}
+    run = (await call(conn, {"cmd": "PULL", "queue": p}))["job"]
+    assert (await call(conn, {"cmd": "ACK", "id": "OP", "result": "done"}))["ok"]
+    done = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]
+    assert [entry["state"] for entry in done["timeline"]] == ["waiting-children", "waiting", "active", "completed"]
+    assert done["timeline"][2]["timestamp"] == run["startedAt"] == done["startedAt"]
+    assert done["timeline"][3]["timestamp"] == done["completedAt"]
+
+
+async def test_promoted_parent_timeline_names_its_state(conn: Connection, queue_name: str) -> None:
+    """A prioritized parent enters `prioritized`; a policy release records no entry (as in the reference)."""
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("PP", p, ["PK"], c)
+    flow[0]["input"]["priority"] = 4
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, result=1)
+    timeline = (await call(conn, {"cmd": "GetJob", "id": "PP"}))["job"]["timeline"]
+    assert [entry["state"] for entry in timeline] == ["waiting-children", "prioritized"]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("IPP", p, ["IPK"], c, maxAttempts=1,
+                                                              ignoreDependencyOnFailure=True)}))["ok"]
+    await run_child(conn, c, fail=True)
+    released = (await call(conn, {"cmd": "GetJob", "id": "IPP"}))["job"]
+    assert released["state"] == "waiting"
+    assert [entry["state"] for entry in released["timeline"]] == ["waiting-children"]
+
+
+@pytest.mark.parametrize(("parent_data", "child_data"), [(5, "s"), ("text", {"c": 1}), ([1, 2], None),
+                                                         ({"p": 1}, 7)], ids=repr)
+async def test_update_parent_over_non_object_data(conn: Connection, queue_name: str, parent_data: Any,
+                                                  child_data: Any) -> None:
+    """Non-object data gives way to the flow metadata on both ends, as in the reference."""
+    p = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "parent", "data": parent_data}))["id"]
+    c = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "child", "data": child_data}))["id"]
+    assert await call(conn, {"cmd": "UpdateParent", "childId": c, "parentId": p}) == {"ok": True}
+    parent = (await call(conn, {"cmd": "GetJob", "id": p}))["job"]
+    kept = parent_data if type(parent_data) is dict else {}
+    assert parent["data"] == {**kept, "__childrenIds": [c]}
+    assert parent["childrenIds"] == [c] and parent["dependsOn"] == [c] and parent["state"] == "waiting-children"
+    child = (await call(conn, {"cmd": "GetJob", "id": c}))["job"]
+    kept = child_data if type(child_data) is dict else {}
+    assert child["data"] == {**kept, "__parentId": p, "__parentQueue": queue_name}
+    assert child["parentId"] == p
