@@ -41,6 +41,13 @@ class ParentMoves(Protocol):
     def release_parent(self, job: Job, now: float) -> None: ...
 
 
+def flow_record(data: Any) -> dict[str, Any]:
+    """The object a link writes flow metadata into: the job's data when it is an object, else a new one
+    (scalar, array or null data gives way to the metadata clients read the edges from, as in the
+    reference)."""
+    return data if type(data) is dict else {}
+
+
 # Where a parent may be for a policy to apply to it.
 WAITING_PARENT = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN))
 
@@ -86,8 +93,7 @@ class FlowPolicies:
         """A new edge: ``parent`` declares ``child_id`` and, unless the child already finished, waits
         for it."""
         parent.children_ids = [*parent.children_ids, child_id]
-        if type(parent.data) is dict:
-            parent.data = {**parent.data, "__childrenIds": list(parent.children_ids)}
+        parent.data = {**flow_record(parent.data), "__childrenIds": list(parent.children_ids)}
         if child_id not in parent.depends_on:
             parent.depends_on = [*parent.depends_on, child_id]
         t = self.transitions

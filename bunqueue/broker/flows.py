@@ -17,7 +17,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import flowgraph, states
 from bunqueue.broker.broker import Broker
-from bunqueue.broker.flowpolicy import PENDING_PARENT, WAITING_PARENT
+from bunqueue.broker.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
 from bunqueue.broker.jobcontrol import cancel, check_lease
 from bunqueue.errors import CommandError
 
@@ -172,8 +172,7 @@ def update_parent(broker: Broker, child_id: Any, parent_id: Any) -> None:
     if not declared and parent.state not in WAITING_PARENT:
         raise CommandError(errors.parent_not_linkable(parent_id))
     child.parent_id = parent_id
-    if type(child.data) is dict:
-        child.data = {**child.data, "__parentId": parent_id, "__parentQueue": parent.queue}
+    child.data = {**flow_record(child.data), "__parentId": parent_id, "__parentQueue": parent.queue}
     broker.store.job_changed(child)
     if not declared:
         broker.flows.adopt(parent, child_id, _completed(broker, child_id))
