@@ -2,6 +2,7 @@
 the four failure policies."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -481,3 +482,62 @@ async def test_update_parent_over_non_object_data(conn: Connection, queue_name: 
     kept = child_data if type(child_data) is dict else {}
     assert child["data"] == {**kept, "__parentId": p, "__parentQueue": queue_name}
     assert child["parentId"] == p
+
+
+async def test_flow_jobs_send_the_job_events_of_any_job(conn: Connection, conn2: Connection,
+                                                         queue_name: str) -> None:
+    """A flow's members are pushed, pulled and completed with the same events as any job; the names the
+    2.7 clients put in ``data.name`` are the jobs' names (the envelope is decoded on the way in)."""
+    assert (await conn.request({"cmd": "SubscribeEvents", "queue": queue_name}))["ok"]
+    assert (await call(conn2, {"cmd": "PUSHF", "jobs": [
+        {"id": "EA", "queue": queue_name, "input": {"name": "alpha", "data": {"step": 0}}}]}))["ok"]
+    legacy = await call(conn2, {"cmd": "PUSH", "queue": queue_name, "data": {"name": "beta", "step": 1,
+                                                                              "__flowParentId": "EA"},
+                                "dependsOn": ["EA"]})
+    beta = legacy["id"]
+    for expected in ("EA", beta):
+        job = (await call(conn2, {"cmd": "PULL", "queue": queue_name}))["job"]
+        assert job["id"] == expected
+        assert (await call(conn2, {"cmd": "ACK", "id": expected, "result": {"id": expected}}))["ok"]
+    got = [(await asyncio.wait_for(conn.events.get(), 3))["event"] for _ in range(6)]
+    assert [(event["eventType"], event["jobId"]) for event in got] == [
+        ("pushed", "EA"), ("pushed", beta), ("pulled", "EA"), ("completed", "EA"), ("pulled", beta),
+        ("completed", beta)]
+    assert got[3]["data"] == {"id": "EA"}
+    names = [(await call(conn2, {"cmd": "GetJob", "id": job_id}))["job"] for job_id in ("EA", beta)]
+    assert [(job["name"], job["data"]) for job in names] == [
+        ("alpha", {"step": 0}), ("beta", {"step": 1, "__flowParentId": "EA"})]
+
+
+async def test_equal_run_times_go_in_admission_order(conn: Connection, queue_name: str) -> None:
+    """Siblings admitted together are pulled in request order whatever their ids (the reference compares
+    custom ids as strings); a parent a policy releases is queued at its release time, one its children
+    complete keeps its creation time."""
+    kids = ["k3", "k1", "k2", "K0", "k10"]
+    policies = {"k3": {"ignoreDependencyOnFailure": True}, "k1": {"removeDependencyOnFailure": True}}
+    jobs = graph("SP", queue_name, kids, queue_name)
+    for job in jobs[1:]:
+        job["input"].update(maxAttempts=1, **policies.get(job["id"], {}))
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": jobs}))["ok"]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("CP2", queue_name, ["c9"], queue_name)}))["ok"]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("RP3", queue_name, ["r9"], queue_name, maxAttempts=1,
+                                                             ignoreDependencyOnFailure=True)}))["ok"]
+    pulled = await call(conn, {"cmd": "PULLB", "queue": queue_name, "count": 10})
+    assert [job["id"] for job in pulled["jobs"]] == [*kids, "c9", "r9"]
+    for kid in ("k1", "k3"):
+        assert (await call(conn, {"cmd": "FAIL", "id": kid, "error": "boom"}))["ok"]
+    for kid in ("k2", "K0"):
+        assert (await call(conn, {"cmd": "ACK", "id": kid, "result": kid}))["ok"]
+    late = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "late", "data": {}}))["id"]
+    assert (await call(conn, {"cmd": "ACK", "id": "k10", "result": "k10"}))["ok"]
+    assert (await call(conn, {"cmd": "ACK", "id": "c9", "result": "c9"}))["ok"]
+    late_at = (await call(conn, {"cmd": "GetJob", "id": late}))["job"]["runAt"]
+    await asyncio.sleep(0.005)  # the release falls in a later millisecond than the late push
+    assert (await call(conn, {"cmd": "FAIL", "id": "r9", "error": "boom"}))["ok"]
+    sp, cp, rp = [(await call(conn, {"cmd": "GetJob", "id": job_id}))["job"] for job_id in ("SP", "CP2", "RP3")]
+    assert cp["runAt"] == cp["createdAt"] and sp["runAt"] == sp["createdAt"]
+    assert rp["runAt"] > late_at and rp["state"] == "waiting"
+    pulled = await call(conn, {"cmd": "PULLB", "queue": queue_name, "count": 10})
+    assert [job["id"] for job in pulled["jobs"]] == ["SP", "CP2", late, "RP3"]
+    assert await call(conn, {"cmd": "GetIgnoredChildrenFailures", "id": "SP"}) == {
+        "ok": True, "values": {f"{queue_name}:k3": "boom"}}
