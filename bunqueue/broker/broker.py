@@ -95,7 +95,7 @@ class Broker:
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
         # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
-        self.flows = t.flows = FlowPolicies(self.jobs)
+        self.flows = t.flows = FlowPolicies(self.records)
         self.flows.transitions = t
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         self.counters.list_crons = self.crons.listing

@@ -21,6 +21,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.dependencies import Dependencies
+from bunqueue.broker.records import JobRecords
 from bunqueue.errors import CommandError
 from bunqueue.storage import Store
 
@@ -53,10 +54,11 @@ WAITING_PARENT = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDRE
 
 
 class FlowPolicies:
-    __slots__ = ("failed_values", "ignored_failures", "jobs", "reserved", "transitions")
+    __slots__ = ("failed_values", "ignored_failures", "jobs", "records", "reserved", "transitions")
 
-    def __init__(self, jobs: dict[str, Job]) -> None:
-        self.jobs = jobs
+    def __init__(self, records: JobRecords) -> None:
+        self.records = records
+        self.jobs = records.jobs
         # Parent id -> {"<queue>:<childId>": error} (continueParentOnFailure / ignoreDependencyOnFailure).
         self.failed_values: dict[str, dict[str, Any]] = {}
         self.ignored_failures: dict[str, dict[str, Any]] = {}
@@ -132,9 +134,11 @@ class FlowPolicies:
             self.drop_dependency(parent, child.id, now)
 
     def forget_parent(self, parent_id: str) -> None:
-        """A parent finished (completed or failed for good): its kept failures go, as in the reference."""
+        """A parent finished (completed or failed for good): its kept failures and the results of its
+        removed children go, as in the reference."""
         self.failed_values.pop(parent_id, None)
         self.ignored_failures.pop(parent_id, None)
+        self.records.child_results.pop(parent_id, None)
 
     def drop_dependency(self, parent: Job, dep_id: str, now: float) -> bool:
         """``parent`` no longer depends on ``dep_id``; it runs if that was its last unfinished one."""

@@ -85,16 +85,20 @@ def abandon_graph(broker: Broker, jobs: list[Job]) -> None:
 
 
 def children_values(broker: Broker, parent_id: Any) -> dict[str, Any]:
-    """Results of the parent's completed children by ``<queue>:<childId>`` (the bare id once gone)."""
+    """Results of the parent's completed children by ``<queue>:<childId>``, in the parent's order; a
+    child gone while the parent waits is answered under its bare id (``JobRecords.child_results``)."""
     parent = broker.find_job(parent_id)
     values: dict[str, Any] = {}
     if parent is None:
         return values
+    kept = broker.records.child_results.get(parent.id)
     for child_id in parent.children_ids:
         stored, value = broker.find_result(child_id)
         if stored:
             child = broker.find_job(child_id)
             values[f"{child.queue}:{child_id}" if child is not None else child_id] = value
+        elif kept is not None and child_id in kept:
+            values[child_id] = kept[child_id]
     return values
 
 

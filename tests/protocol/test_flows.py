@@ -377,6 +377,58 @@ async def test_kept_failures_go_when_the_parent_completes(conn: Connection, queu
     assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {}
 
 
+async def children_values(conn: Connection, parent: str) -> list[tuple[str, Any]]:
+    """GetChildrenValues as (key, value) pairs, in the order of the reply."""
+    return list((await call(conn, {"cmd": "GetChildrenValues", "id": parent}))["data"]["values"].items())
+
+
+async def test_removed_children_answer_under_their_bare_id_while_the_parent_waits(
+    conn: Connection, queue_name: str
+) -> None:
+    # As in the reference: a present child under "<queue>:<id>", one gone (removeOnComplete, Obliterate)
+    # under its bare id, in the parent's order; a child gone without a result has nothing to answer.
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    parent = f"{queue_name}-BP"
+    k1, k2, k3, k4 = (f"{queue_name}-B{i}" for i in range(1, 5))
+    flow = graph(parent, p, [k1, k2, k3, k4], c)
+    for job in flow[1:]:
+        job["input"]["removeOnComplete"] = job["id"] in (k1, k4)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    for kid in (k1, k2, k3):
+        await run_child(conn, c, result={"v": kid})
+    last = (await call(conn, {"cmd": "PULL", "queue": c}))["job"]
+    assert last["id"] == k4 and (await call(conn, {"cmd": "ACK", "id": k4}))["ok"]
+    assert await children_values(conn, parent) == [(k1, {"v": k1}), (f"{c}:{k2}", {"v": k2}),
+                                                   (f"{c}:{k3}", {"v": k3})]
+    assert (await call(conn, {"cmd": "GetResult", "id": k1})) == {"ok": True, "id": k1}
+    assert (await call(conn, {"cmd": "Obliterate", "queue": c}))["ok"]
+    assert await children_values(conn, parent) == [(k1, {"v": k1}), (k2, {"v": k2}), (k3, {"v": k3})]
+    # The parent's completion releases them.
+    await run_child(conn, p, result="done")
+    assert await children_values(conn, parent) == []
+
+
+async def test_removed_children_results_go_with_the_parent(conn: Connection, queue_name: str) -> None:
+    # Kept through a parent's retry; released when it fails for good or is removed.
+    c = f"{queue_name}-c"
+    failing, cancelled = f"{queue_name}-GFP", f"{queue_name}-GCP"
+    for parent in (failing, cancelled):
+        flow = graph(parent, parent, [f"{parent}-k"], c, removeOnComplete=True)
+        flow[0]["input"]["maxAttempts"] = 2
+        flow[0]["input"]["backoff"] = 0
+        assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+        await run_child(conn, c, result=parent)
+        assert await children_values(conn, parent) == [(f"{parent}-k", parent)]
+    await run_child(conn, failing, fail=True)
+    assert await state(conn, failing) == "waiting"
+    assert await children_values(conn, failing) == [(f"{failing}-k", failing)]
+    await run_child(conn, failing, fail=True)
+    assert await state(conn, failing) == "failed"
+    assert await children_values(conn, failing) == []
+    assert (await call(conn, {"cmd": "Cancel", "id": cancelled}))["ok"]
+    assert await children_values(conn, cancelled) == []
+
+
 HOSTILE = [None, 5, -1.5, True, [], ["a", 1], {}, {"a": [1]}, "x" * 5000, float("nan"), b"\x00\x01"]
 
 

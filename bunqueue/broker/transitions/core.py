@@ -431,6 +431,8 @@ class TransitionCore:
         if records.waiters:
             settle_waiters(records.waiters, job_id, True)
         if remove or job.remove_on_complete:
+            if has_result and job.parent_id is not None:
+                records.keep_for_parent(job, result)
             records.delete(job)
             records.add_proof(job_id)
         else:
