@@ -67,12 +67,19 @@ cdef class RowBuffer(ReplyPacker):
             self._record(job)
             self._end_blob(blob)
 
-    def add_states(self, int statement, dict states):
-        """A row (state, job id) for every item of ``states`` (job id -> state)."""
-        for job_id, state in states.items():
+    def add_pulls(self, int statement, dict jobs):
+        """A row (state, start of the attempt, job id) for every job of ``jobs`` (values): what a pull
+        changed.
+
+        Start times are integral epoch milliseconds (the broker's clock), stored as integers.
+        """
+        cdef Job job
+        for value in jobs.values():
+            job = <Job?>value
             self._begin_row(statement)
-            self._int_param(state)
-            self._text_param(job_id)
+            self._int_param(job.state)
+            self._int_param(<int64_t>job.started_at)
+            self._text_param(job.id)
 
     def record(self, Job job):
         """A job's record alone, as bytes (what a job row stores)."""

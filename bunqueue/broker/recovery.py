@@ -26,6 +26,9 @@ def restore(broker: Wiring, snap: Snapshot) -> dict[str, int]:
     for job in jobs:
         q = broker.queue(job.queue)
         if job.state == states.ACTIVE:
+            started = snap.pulls.get(job.id)
+            if started is not None:
+                _replay_pull(job, started)
             t.lose_attempt(job, INTERRUPTED, now)
             counts["active"] += 1
         elif job.state == states.READY or job.state == states.DELAYED:
@@ -65,6 +68,13 @@ def restore(broker: Wiring, snap: Snapshot) -> dict[str, int]:
         broker.factory.resume_after(max(job.seq for job in jobs))
     broker.crons.load(snap.crons)
     return counts
+
+
+def _replay_pull(job: Job, started: float) -> None:
+    """What the pull did that its record missed (only the state and start time reached the file): the
+    attempt's start and its timeline entry."""
+    job.started_at = started
+    job.note({"state": states.ACTIVE_NAME, "timestamp": started})
 
 
 def _restore_dlq(broker: Wiring, rows: list[tuple[str, dict[str, Any]]], failed: dict[str, Job]) -> None:

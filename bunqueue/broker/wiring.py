@@ -67,6 +67,8 @@ class Wiring:
         self.clock = clock
         # Told of every persistent change, after the in-memory state has changed (see storage.base).
         self.store: Store = store if store is not None else MemoryStore()
+        # Set when the server stops: the connections it closes keep their jobs active (see release_session).
+        self.stopping = False
         # The server's timers (see broker.deadlines): a no-op until ``wake_at`` is set.
         self.alarms = Alarms()
         self.queues = Queues()
@@ -93,7 +95,7 @@ class Wiring:
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
         # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
-        self.flows = t.flows = FlowPolicies(self.jobs)
+        self.flows = t.flows = FlowPolicies(self.records)
         self.flows.transitions = t
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         self.counters.list_crons = self.crons.listing
@@ -257,9 +259,15 @@ class Wiring:
         self.transitions.lose_attempt(job, FAILED, self.clock(), error, stack, unrecoverable, remove)
 
     def release_session(self, session: Session) -> int:
-        """A client connection closed: its workers and subscription go, its jobs are requeued."""
+        """A client connection closed: its workers and subscription go, its jobs are requeued.
+
+        Not while the server stops: the jobs stay active, and the next start charges them an interrupted
+        attempt, as the reference does after a graceful stop.
+        """
         self.workers.drop_session(session.key)
         self.events.unsubscribe(session)
+        if self.stopping:
+            return 0
         return self.transitions.release_held(session, self.clock())
 
     # -- records -----------------------------------------------------------------------------------

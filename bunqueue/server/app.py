@@ -139,6 +139,7 @@ class BrokerServer:
         deadline = now_ms() + self.settings.shutdown_timeout_ms
         while self.broker.active_count and self.connections and now_ms() < deadline:
             await asyncio.sleep(0.1)
+        self.broker.stopping = True
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.close()

@@ -51,8 +51,8 @@ class Store(Protocol):
         """
 
     def job_activated(self, job: Job) -> None:
-        """A pull made the job active: only its state is recorded, and no reply waits for it (after a
-        crash the job is delivered again, charged one interrupted attempt)."""
+        """A pull made the job active: only its state and start time are recorded, and no reply waits for
+        them (after a crash the job is delivered again, charged one interrupted attempt)."""
 
     def job_removed(self, job_id: str) -> None:
         """The job is gone (removeOnComplete, cancel, clean, eviction of a retired generation)."""

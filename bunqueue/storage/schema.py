@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +9,7 @@ import msgpack
 
 from bunqueue._core.jobs import Job
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Each entry upgrades the file from the version before it; entry N brings it to version N.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -39,6 +38,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: ("CREATE TABLE IF NOT EXISTS crons (name TEXT PRIMARY KEY, record BLOB NOT NULL)",),
     # Webhook registrations (AddWebhook): url, events, queue, secret, createdAt, enabled (MessagePack).
     4: ("CREATE TABLE IF NOT EXISTS webhooks (id TEXT PRIMARY KEY, record BLOB NOT NULL)",),
+    # The start (epoch ms) of a pull written after the record, which the record does not hold yet: a pull
+    # writes the state and this column only, a record write clears it. NULL when the record is current.
+    5: ("ALTER TABLE jobs ADD COLUMN started_at INTEGER",),
 }
 
 SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -103,6 +105,8 @@ class Snapshot:
     """Everything the file holds, as read once at start-up."""
 
     jobs: list[Job] = field(default_factory=list)
+    # Job id -> start of the pull its record predates (see MIGRATIONS[5]).
+    pulls: dict[str, float] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     dlq: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -119,9 +123,16 @@ def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed
         "SELECT queue, COUNT(*) FROM jobs WHERE state = ? GROUP BY queue", (completed_state,)
     ):
         snap.completed_counts[queue] = count
-    snap.jobs.extend(_jobs(conn.execute("SELECT state, record FROM jobs WHERE state != ?", (completed_state,))))
+    for state, started, blob in conn.execute(
+        "SELECT state, started_at, record FROM jobs WHERE state != ?", (completed_state,)
+    ):
+        snap.jobs.append(_job(state, blob))
+        if started is not None:
+            snap.pulls[snap.jobs[-1].id] = float(started)
     completed = sorted(
-        _jobs(conn.execute("SELECT state, record FROM jobs WHERE state = ?", (completed_state,))),
+        (_job(state, blob) for state, blob in conn.execute(
+            "SELECT state, record FROM jobs WHERE state = ?", (completed_state,)
+        )),
         key=lambda job: (job.completed_at, job.seq),
         reverse=True,
     )[:keep_completed]
@@ -144,14 +155,13 @@ def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed
     return snap
 
 
-def _jobs(rows: Iterator[tuple[int, bytes]]) -> Iterator[Job]:
-    for state, blob in rows:
-        try:
-            job = Job.from_record(unpack(blob))
-        except (ValueError, TypeError) as exc:
-            raise StorageError(f"a job record in the data file cannot be read: {exc}") from exc
-        job.state = state
-        yield job
+def _job(state: int, blob: bytes) -> Job:
+    try:
+        job = Job.from_record(unpack(blob))
+    except (ValueError, TypeError) as exc:
+        raise StorageError(f"a job record in the data file cannot be read: {exc}") from exc
+    job.state = state
+    return job
 
 
 def read_job(conn: sqlite3.Connection, job_id: str) -> tuple[Job, Any, bool] | None:

@@ -52,12 +52,13 @@ DELETE_QUEUE = (
     _statement("DELETE FROM group_controls WHERE queue = ?"),
 )
 DELETE_JOB = _statement("DELETE FROM jobs WHERE id = ?")
-# An upsert updates an existing row in place (INSERT OR REPLACE would delete and re-insert it).
+# An upsert updates an existing row in place (INSERT OR REPLACE would delete and re-insert it). The record
+# holds everything then: a pull's start written beside it before is cleared.
 UPSERT_JOB = _statement(
     "INSERT INTO jobs (id, queue, state, record) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE"
-    " SET queue = excluded.queue, state = excluded.state, record = excluded.record"
+    " SET queue = excluded.queue, state = excluded.state, record = excluded.record, started_at = NULL"
 )
-UPDATE_STATE = _statement("UPDATE jobs SET state = ? WHERE id = ?")
+MARK_PULLED = _statement("UPDATE jobs SET state = ?, started_at = ? WHERE id = ?")
 DELETE_RESULT = _statement("DELETE FROM results WHERE job_id = ?")
 UPSERT_RESULT = _statement("INSERT OR REPLACE INTO results (job_id, result) VALUES (?, ?)")
 DELETE_DLQ = _statement("DELETE FROM dlq WHERE job_id = ?")
@@ -85,19 +86,19 @@ class Batch:
         "dlq_deleted",
         "groups",
         "jobs",
+        "pulls",
         "queues",
         "queues_removed",
         "results",
         "results_deleted",
-        "states",
         "ticket",
         "webhooks",
     )
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
-        # Jobs whose only change is their state (a pull): written as a one-column update.
-        self.states: dict[str, int] = {}
+        # Jobs whose only change is a pull: their state and start time, written beside the record.
+        self.pulls: dict[str, Job] = {}
         self.deleted: set[str] = set()
         self.results: dict[str, Any] = {}
         self.results_deleted: set[str] = set()
@@ -117,7 +118,7 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(
-            self.jobs or self.states or self.deleted or self.results or self.results_deleted or self.dlq
+            self.jobs or self.pulls or self.deleted or self.results or self.results_deleted or self.dlq
             or self.dlq_deleted or self.queues or self.queues_removed or self.groups or self.crons or self.webhooks
         )
 
@@ -134,7 +135,7 @@ class Batch:
             out.add(DELETE_RESULT, key)
             out.add(DELETE_DLQ, key)
         out.add_jobs(UPSERT_JOB, self.jobs)
-        out.add_states(UPDATE_STATE, self.states)
+        out.add_pulls(MARK_PULLED, self.pulls)
         for job_id in self.results_deleted:
             out.add(DELETE_RESULT, (job_id,))
         for job_id, value in self.results.items():
@@ -158,10 +159,10 @@ class Batch:
         for job_id, job in self.jobs.items():
             if job_id not in newer.jobs and job_id not in newer.deleted:
                 newer.jobs[job_id] = job
-                newer.states.pop(job_id, None)
-        for job_id, state in self.states.items():
+                newer.pulls.pop(job_id, None)
+        for job_id, job in self.pulls.items():
             if job_id not in newer.jobs and job_id not in newer.deleted:
-                newer.states.setdefault(job_id, state)
+                newer.pulls.setdefault(job_id, job)
         for job_id in self.deleted:
             if job_id not in newer.jobs:
                 newer.deleted.add(job_id)
@@ -413,19 +414,19 @@ class SQLiteStore:
     def job_changed(self, job: Job, sync: bool = True) -> None:
         batch = self._changed()
         batch.jobs[job.id] = job
-        batch.states.pop(job.id, None)
+        batch.pulls.pop(job.id, None)
         if sync:
             self.must_wait = True
 
     def job_activated(self, job: Job) -> None:
         batch = self._changed()
         if job.id not in batch.jobs:
-            batch.states[job.id] = job.state
+            batch.pulls[job.id] = job
 
     def job_removed(self, job_id: str) -> None:
         batch = self._changed()
         batch.jobs.pop(job_id, None)
-        batch.states.pop(job_id, None)
+        batch.pulls.pop(job_id, None)
         batch.results.pop(job_id, None)
         batch.dlq.pop(job_id, None)
         batch.deleted.add(job_id)

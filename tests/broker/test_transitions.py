@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from bunqueue import errors
 from bunqueue._core.jobs import JobFactory
 from bunqueue._testbase.clock import T0
@@ -115,23 +117,43 @@ def test_a_timeout_fails_the_attempt_and_retires_it(world: World) -> None:
     assert world.job(job_id).state == states.DELAYED and world.store.take() == []
 
 
-def interrupted(world: World, max_attempts: int) -> str:
-    """A job that was active when the server stopped, read back by ``restore``."""
+def interrupted(world: World, max_attempts: int, pulled_after_record: bool = False) -> str:
+    """A job that was active when the server stopped, read back by ``restore``.
+
+    Its record holds the pull, or (``pulled_after_record``) predates it: then only the pull's state and
+    start reached the file.
+    """
     job = JobFactory().build({"name": "n", "data": 1, "maxAttempts": max_attempts, "backoff": 1000}, QUEUE,
                              T0 - 5000, False)
+    job.timeline = [{"state": states.WAITING, "timestamp": T0 - 5000}]
     job.state = states.ACTIVE
-    job.started_at = T0 - 100
-    counts = restore(world.broker, Snapshot(jobs=[job]))
+    pulls = {}
+    if pulled_after_record:
+        pulls[job.id] = T0 - 100
+    else:
+        job.started_at = T0 - 100
+        job.note({"state": states.ACTIVE_NAME, "timestamp": T0 - 100})
+    counts = restore(world.broker, Snapshot(jobs=[job], pulls=pulls))
     assert counts["active"] == 1
     return job.id
 
 
-def test_recovery_of_an_active_job_charges_the_interrupted_attempt(world: World) -> None:
+@pytest.mark.parametrize("pulled_after_record", [False, True])
+def test_recovery_of_an_active_job_charges_the_interrupted_attempt(
+    world: World, pulled_after_record: bool
+) -> None:
     world.store.take()
-    job_id = interrupted(world, 3)
+    job_id = interrupted(world, 3, pulled_after_record)
     job = world.job(job_id)
     assert (job.attempts, job.stall_count) == (1, 1)
-    delayed_by_backoff(world, job_id, T0)
+    assert job.state == states.DELAYED
+    assert T0 + FIRST_RETRY[0] <= job.run_at <= T0 + FIRST_RETRY[1]
+    # The interrupted attempt keeps its start and timeline entry until the next pull, as in the reference.
+    assert job.started_at == T0 - 100
+    assert job.timeline == [
+        {"state": states.WAITING, "timestamp": T0 - 5000},
+        {"state": states.ACTIVE_NAME, "timestamp": T0 - 100},
+    ]
     assert world.store.take() == [("job_changed", job_id)]
     assert world.broker.queue(QUEUE).n_active == 0 and world.events == []
 

@@ -2,6 +2,7 @@
 the four failure policies."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -376,6 +377,58 @@ async def test_kept_failures_go_when_the_parent_completes(conn: Connection, queu
     assert (await call(conn, {"cmd": "GetFailedChildrenValues", "id": "GP"}))["values"] == {}
 
 
+async def children_values(conn: Connection, parent: str) -> list[tuple[str, Any]]:
+    """GetChildrenValues as (key, value) pairs, in the order of the reply."""
+    return list((await call(conn, {"cmd": "GetChildrenValues", "id": parent}))["data"]["values"].items())
+
+
+async def test_removed_children_answer_under_their_bare_id_while_the_parent_waits(
+    conn: Connection, queue_name: str
+) -> None:
+    # As in the reference: a present child under "<queue>:<id>", one gone (removeOnComplete, Obliterate)
+    # under its bare id, in the parent's order; a child gone without a result has nothing to answer.
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    parent = f"{queue_name}-BP"
+    k1, k2, k3, k4 = (f"{queue_name}-B{i}" for i in range(1, 5))
+    flow = graph(parent, p, [k1, k2, k3, k4], c)
+    for job in flow[1:]:
+        job["input"]["removeOnComplete"] = job["id"] in (k1, k4)
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    for kid in (k1, k2, k3):
+        await run_child(conn, c, result={"v": kid})
+    last = (await call(conn, {"cmd": "PULL", "queue": c}))["job"]
+    assert last["id"] == k4 and (await call(conn, {"cmd": "ACK", "id": k4}))["ok"]
+    assert await children_values(conn, parent) == [(k1, {"v": k1}), (f"{c}:{k2}", {"v": k2}),
+                                                   (f"{c}:{k3}", {"v": k3})]
+    assert (await call(conn, {"cmd": "GetResult", "id": k1})) == {"ok": True, "id": k1}
+    assert (await call(conn, {"cmd": "Obliterate", "queue": c}))["ok"]
+    assert await children_values(conn, parent) == [(k1, {"v": k1}), (k2, {"v": k2}), (k3, {"v": k3})]
+    # The parent's completion releases them.
+    await run_child(conn, p, result="done")
+    assert await children_values(conn, parent) == []
+
+
+async def test_removed_children_results_go_with_the_parent(conn: Connection, queue_name: str) -> None:
+    # Kept through a parent's retry; released when it fails for good or is removed.
+    c = f"{queue_name}-c"
+    failing, cancelled = f"{queue_name}-GFP", f"{queue_name}-GCP"
+    for parent in (failing, cancelled):
+        flow = graph(parent, parent, [f"{parent}-k"], c, removeOnComplete=True)
+        flow[0]["input"]["maxAttempts"] = 2
+        flow[0]["input"]["backoff"] = 0
+        assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+        await run_child(conn, c, result=parent)
+        assert await children_values(conn, parent) == [(f"{parent}-k", parent)]
+    await run_child(conn, failing, fail=True)
+    assert await state(conn, failing) == "waiting"
+    assert await children_values(conn, failing) == [(f"{failing}-k", failing)]
+    await run_child(conn, failing, fail=True)
+    assert await state(conn, failing) == "failed"
+    assert await children_values(conn, failing) == []
+    assert (await call(conn, {"cmd": "Cancel", "id": cancelled}))["ok"]
+    assert await children_values(conn, cancelled) == []
+
+
 HOSTILE = [None, 5, -1.5, True, [], ["a", 1], {}, {"a": [1]}, "x" * 5000, float("nan"), b"\x00\x01"]
 
 
@@ -418,3 +471,125 @@ async def test_pushf_group_caps_count_the_graph(conn: Connection, queue_name: st
         "ok": False, "error": "Group G has reached its maximum size of 2"}
     assert await state(conn, "G1") == "unknown"
     assert (await call(conn, {"cmd": "PUSHF", "jobs": [member("G1"), member("G2")]}))["ok"] is True
+
+
+async def test_parent_timeline_records_its_promotion(conn: Connection, queue_name: str) -> None:
+    """Children completing out of order: the parent waits until the last, then its timeline gains the
+    state it entered (waiting), as the reference's dependency promotion records it."""
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("OP", p, ["OA", "OB", "OC"], c)}))["ok"]
+    pulled = await call(conn, {"cmd": "PULLB", "queue": c, "count": 3})
+    assert [job["id"] for job in pulled["jobs"]] == ["OA", "OB", "OC"]
+    created = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]["createdAt"]
+    for kid in ("OC", "OA"):
+        assert (await call(conn, {"cmd": "ACK", "id": kid, "result": kid}))["ok"]
+        parent = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]
+        assert parent["state"] == "waiting-children"
+        assert parent["timeline"] == [{"state": "waiting-children", "timestamp": created}]
+    assert (await call(conn, {"cmd": "ACK", "id": "OB", "result": "OB"}))["ok"]
+    parent = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]
+    assert parent["state"] == "waiting" and parent["startedAt"] is None and parent["runAt"] == created
+    first, promoted = parent["timeline"]
+    assert first == {"state": "waiting-children", "timestamp": created}
+    assert promoted["state"] == "waiting" and promoted["timestamp"] >= created and set(promoted) == {
+        "state", "timestamp"}
+    run = (await call(conn, {"cmd": "PULL", "queue": p}))["job"]
+    assert (await call(conn, {"cmd": "ACK", "id": "OP", "result": "done"}))["ok"]
+    done = (await call(conn, {"cmd": "GetJob", "id": "OP"}))["job"]
+    assert [entry["state"] for entry in done["timeline"]] == ["waiting-children", "waiting", "active", "completed"]
+    assert done["timeline"][2]["timestamp"] == run["startedAt"] == done["startedAt"]
+    assert done["timeline"][3]["timestamp"] == done["completedAt"]
+
+
+async def test_promoted_parent_timeline_names_its_state(conn: Connection, queue_name: str) -> None:
+    """A prioritized parent enters `prioritized`; a policy release records no entry (as in the reference)."""
+    p, c = f"{queue_name}-p", f"{queue_name}-c"
+    flow = graph("PP", p, ["PK"], c)
+    flow[0]["input"]["priority"] = 4
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": flow}))["ok"]
+    await run_child(conn, c, result=1)
+    timeline = (await call(conn, {"cmd": "GetJob", "id": "PP"}))["job"]["timeline"]
+    assert [entry["state"] for entry in timeline] == ["waiting-children", "prioritized"]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("IPP", p, ["IPK"], c, maxAttempts=1,
+                                                              ignoreDependencyOnFailure=True)}))["ok"]
+    await run_child(conn, c, fail=True)
+    released = (await call(conn, {"cmd": "GetJob", "id": "IPP"}))["job"]
+    assert released["state"] == "waiting"
+    assert [entry["state"] for entry in released["timeline"]] == ["waiting-children"]
+
+
+@pytest.mark.parametrize(("parent_data", "child_data"), [(5, "s"), ("text", {"c": 1}), ([1, 2], None),
+                                                         ({"p": 1}, 7)], ids=repr)
+async def test_update_parent_over_non_object_data(conn: Connection, queue_name: str, parent_data: Any,
+                                                  child_data: Any) -> None:
+    """Non-object data gives way to the flow metadata on both ends, as in the reference."""
+    p = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "parent", "data": parent_data}))["id"]
+    c = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "child", "data": child_data}))["id"]
+    assert await call(conn, {"cmd": "UpdateParent", "childId": c, "parentId": p}) == {"ok": True}
+    parent = (await call(conn, {"cmd": "GetJob", "id": p}))["job"]
+    kept = parent_data if type(parent_data) is dict else {}
+    assert parent["data"] == {**kept, "__childrenIds": [c]}
+    assert parent["childrenIds"] == [c] and parent["dependsOn"] == [c] and parent["state"] == "waiting-children"
+    child = (await call(conn, {"cmd": "GetJob", "id": c}))["job"]
+    kept = child_data if type(child_data) is dict else {}
+    assert child["data"] == {**kept, "__parentId": p, "__parentQueue": queue_name}
+    assert child["parentId"] == p
+
+
+async def test_flow_jobs_send_the_job_events_of_any_job(conn: Connection, conn2: Connection,
+                                                         queue_name: str) -> None:
+    """A flow's members are pushed, pulled and completed with the same events as any job; the names the
+    2.7 clients put in ``data.name`` are the jobs' names (the envelope is decoded on the way in)."""
+    assert (await conn.request({"cmd": "SubscribeEvents", "queue": queue_name}))["ok"]
+    assert (await call(conn2, {"cmd": "PUSHF", "jobs": [
+        {"id": "EA", "queue": queue_name, "input": {"name": "alpha", "data": {"step": 0}}}]}))["ok"]
+    legacy = await call(conn2, {"cmd": "PUSH", "queue": queue_name, "data": {"name": "beta", "step": 1,
+                                                                              "__flowParentId": "EA"},
+                                "dependsOn": ["EA"]})
+    beta = legacy["id"]
+    for expected in ("EA", beta):
+        job = (await call(conn2, {"cmd": "PULL", "queue": queue_name}))["job"]
+        assert job["id"] == expected
+        assert (await call(conn2, {"cmd": "ACK", "id": expected, "result": {"id": expected}}))["ok"]
+    got = [(await asyncio.wait_for(conn.events.get(), 3))["event"] for _ in range(6)]
+    assert [(event["eventType"], event["jobId"]) for event in got] == [
+        ("pushed", "EA"), ("pushed", beta), ("pulled", "EA"), ("completed", "EA"), ("pulled", beta),
+        ("completed", beta)]
+    assert got[3]["data"] == {"id": "EA"}
+    names = [(await call(conn2, {"cmd": "GetJob", "id": job_id}))["job"] for job_id in ("EA", beta)]
+    assert [(job["name"], job["data"]) for job in names] == [
+        ("alpha", {"step": 0}), ("beta", {"step": 1, "__flowParentId": "EA"})]
+
+
+async def test_equal_run_times_go_in_admission_order(conn: Connection, queue_name: str) -> None:
+    """Siblings admitted together are pulled in request order whatever their ids (the reference compares
+    custom ids as strings); a parent a policy releases is queued at its release time, one its children
+    complete keeps its creation time."""
+    kids = ["k3", "k1", "k2", "K0", "k10"]
+    policies = {"k3": {"ignoreDependencyOnFailure": True}, "k1": {"removeDependencyOnFailure": True}}
+    jobs = graph("SP", queue_name, kids, queue_name)
+    for job in jobs[1:]:
+        job["input"].update(maxAttempts=1, **policies.get(job["id"], {}))
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": jobs}))["ok"]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("CP2", queue_name, ["c9"], queue_name)}))["ok"]
+    assert (await call(conn, {"cmd": "PUSHF", "jobs": graph("RP3", queue_name, ["r9"], queue_name, maxAttempts=1,
+                                                             ignoreDependencyOnFailure=True)}))["ok"]
+    pulled = await call(conn, {"cmd": "PULLB", "queue": queue_name, "count": 10})
+    assert [job["id"] for job in pulled["jobs"]] == [*kids, "c9", "r9"]
+    for kid in ("k1", "k3"):
+        assert (await call(conn, {"cmd": "FAIL", "id": kid, "error": "boom"}))["ok"]
+    for kid in ("k2", "K0"):
+        assert (await call(conn, {"cmd": "ACK", "id": kid, "result": kid}))["ok"]
+    late = (await call(conn, {"cmd": "PUSH", "queue": queue_name, "name": "late", "data": {}}))["id"]
+    assert (await call(conn, {"cmd": "ACK", "id": "k10", "result": "k10"}))["ok"]
+    assert (await call(conn, {"cmd": "ACK", "id": "c9", "result": "c9"}))["ok"]
+    late_at = (await call(conn, {"cmd": "GetJob", "id": late}))["job"]["runAt"]
+    await asyncio.sleep(0.005)  # the release falls in a later millisecond than the late push
+    assert (await call(conn, {"cmd": "FAIL", "id": "r9", "error": "boom"}))["ok"]
+    sp, cp, rp = [(await call(conn, {"cmd": "GetJob", "id": job_id}))["job"] for job_id in ("SP", "CP2", "RP3")]
+    assert cp["runAt"] == cp["createdAt"] and sp["runAt"] == sp["createdAt"]
+    assert rp["runAt"] > late_at and rp["state"] == "waiting"
+    pulled = await call(conn, {"cmd": "PULLB", "queue": queue_name, "count": 10})
+    assert [job["id"] for job in pulled["jobs"]] == ["SP", "CP2", late, "RP3"]
+    assert await call(conn, {"cmd": "GetIgnoredChildrenFailures", "id": "SP"}) == {
+        "ok": True, "values": {f"{queue_name}:k3": "boom"}}

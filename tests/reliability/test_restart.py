@@ -141,3 +141,35 @@ def test_a_graceful_stop_writes_every_buffered_push(tmp_path: Path) -> None:
         assert c.call({"cmd": "Count", "queue": "burst"})["count"] == 40_000
     finally:
         proc.stop()
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+def test_an_interrupted_attempt_keeps_its_start_and_timeline(tmp_path: Path, kill: bool) -> None:
+    # As in the reference: the job comes back delayed, charged, with the start and the timeline of the
+    # attempt the restart cut short, whether the pull named an owner or not, whatever was written after it.
+    data = tmp_path / "q.db"
+    env = {"BUNQUEUE_DATA_PATH": str(data), "RATE_LIMIT_MAX_REQUESTS": "0", "SHUTDOWN_TIMEOUT_MS": "200"}
+    proc = ServerProcess(env=env).start()
+    try:
+        c = RawClient(proc.addr)
+        plain, leased, progressed = (push(c, "cut", name) for name in ("plain", "leased", "progressed"))
+        assert c.call({"cmd": "PULL", "queue": "cut"})["job"]["id"] == plain
+        assert c.call({"cmd": "PULL", "queue": "cut", "owner": "w", "lockTtl": 60_000})["job"]["id"] == leased
+        assert c.call({"cmd": "PULL", "queue": "cut"})["job"]["id"] == progressed
+        assert c.call({"cmd": "Progress", "id": progressed, "progress": 40})["ok"]
+        # A durable push's reply waits for its commit, and batches commit in order: the pulls are on disk.
+        push(c, "other", "marker", durable=True)
+        before = {job_id: c.call({"cmd": "GetJob", "id": job_id})["job"] for job_id in (plain, leased, progressed)}
+        # The worker stays connected: a graceful stop waits SHUTDOWN_TIMEOUT_MS for its jobs.
+        proc = restart(proc, data, kill=kill)
+        c = RawClient(proc.addr)
+        for job_id, was in before.items():
+            job = c.call({"cmd": "GetJob", "id": job_id})["job"]
+            assert [e["state"] for e in was["timeline"]] == ["waiting", "active"]
+            assert job["timeline"] == was["timeline"], job_id
+            assert job["startedAt"] == was["startedAt"] == was["timeline"][1]["timestamp"], job_id
+            assert (job["attempts"], job["stallCount"]) == (1, 1), job_id
+            assert c.call({"cmd": "GetState", "id": job_id})["state"] == "delayed"
+        c.close()
+    finally:
+        proc.stop()

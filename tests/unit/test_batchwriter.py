@@ -13,8 +13,8 @@ from bunqueue.storage import batchwriter, schema
 from bunqueue.storage.batchwriter import BatchWriter
 from bunqueue.storage.sqlite import (
     DELETE_JOB,
+    MARK_PULLED,
     STATEMENTS,
-    UPDATE_STATE,
     UPSERT_JOB,
     UPSERT_QUEUE_SETTINGS,
     UPSERT_RESULT,
@@ -81,10 +81,19 @@ def test_later_batches_update_and_delete(path: str, writer: BatchWriter) -> None
     rows.add_jobs(UPSERT_JOB, jobs)
     writer.write(rows)
     rows = RowBuffer()
-    rows.add_states(UPDATE_STATE, {first: 4})
+    pulled = jobs[first]
+    pulled.state, pulled.started_at = 3, 1796315349442.0
+    rows.add_pulls(MARK_PULLED, {first: pulled})
     rows.add(DELETE_JOB, (second,))
     writer.write(rows)
-    assert sorted(_rows(path, "SELECT id, state FROM jobs")) == sorted([(first, 4), (third, 0)])
+    assert sorted(_rows(path, "SELECT id, state, started_at FROM jobs")) == sorted(
+        [(first, 3, 1796315349442), (third, 0, None)]
+    )
+    # A record written after the pull holds its start: the column is cleared.
+    rows = RowBuffer()
+    rows.add_jobs(UPSERT_JOB, {first: pulled})
+    writer.write(rows)
+    assert _rows(path, f"SELECT state, started_at FROM jobs WHERE id = '{first}'") == [(3, None)]
 
 
 def test_a_failing_row_leaves_nothing_of_its_batch(path: str, writer: BatchWriter) -> None:

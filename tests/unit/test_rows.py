@@ -106,15 +106,23 @@ def test_job_rows_carry_id_queue_state_and_record() -> None:
         assert params == (job.id, job.queue, job.state, msgpack.packb(job.to_record(), use_bin_type=True))
 
 
-def test_state_rows_and_keyed_rows() -> None:
+def _pulled(state: int, started: float) -> Job:
+    job = JobFactory().build({"name": "n"}, "q", 1.0, True)
+    job.state = state
+    job.started_at = started
+    return job
+
+
+def test_pull_rows_and_keyed_rows() -> None:
     rows = RowBuffer()
-    rows.add_states(1, {"a": 3, "b": 5})
+    a, b = _pulled(3, 1796315349442.0), _pulled(5, 7.0)
+    rows.add_pulls(1, {a.id: a, b.id: b})
     rows.add(2, ("q", None, -7, 2**62))
     rows.add_packed(3, ("q", "g"), {"limit": 2, "paused": True})
     rows.add_packed(3, (), [1.5, b"\x00"])
     assert rows.decoded() == [
-        (1, (3, "a")),
-        (1, (5, "b")),
+        (1, (3, 1796315349442, a.id)),
+        (1, (5, 7, b.id)),
         (2, ("q", None, -7, 2**62)),
         (3, ("q", "g", msgpack.packb({"limit": 2, "paused": True}))),
         (3, (msgpack.packb([1.5, b"\x00"], use_bin_type=True),)),
@@ -135,6 +143,8 @@ def test_an_unpackable_value_raises() -> None:
 def test_only_jobs_make_job_rows() -> None:
     with pytest.raises(TypeError):
         RowBuffer().add_jobs(0, {"a": {"id": "a"}})
+    with pytest.raises(TypeError):
+        RowBuffer().add_pulls(0, {"a": 3})
 
 
 KEYS = st.one_of(st.none(), st.text(max_size=30), st.integers(-(2**63), 2**63 - 1))
@@ -142,7 +152,10 @@ OPERATIONS = st.lists(
     st.one_of(
         st.tuples(st.just("add"), st.integers(0, 20), st.lists(KEYS, max_size=4)),
         st.tuples(st.just("packed"), st.integers(0, 20), st.lists(KEYS, max_size=3), VALUES),
-        st.tuples(st.just("states"), st.integers(0, 20), st.dictionaries(st.text(max_size=10), st.integers(0, 9))),
+        st.tuples(
+            st.just("pulls"), st.integers(0, 20),
+            st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2**53)), max_size=5),
+        ),
     ),
     max_size=40,
 )
@@ -161,7 +174,8 @@ def test_rows_match_a_list_model(operations: list[tuple[Any, ...]]) -> None:
             rows.add_packed(op[1], tuple(op[2]), op[3])
             model.append((op[1], (*op[2], msgpack.packb(op[3], use_bin_type=True))))
         else:
-            rows.add_states(op[1], op[2])
-            model.extend((op[1], (state, job_id)) for job_id, state in op[2].items())
+            pulled = [_pulled(*pull) for pull in op[2]]
+            rows.add_pulls(op[1], {job.id: job for job in pulled})
+            model.extend((op[1], (state, started, job.id)) for job, (state, started) in zip(pulled, op[2]))
     assert len(rows) == len(model)
     assert rows.decoded() == model

@@ -21,6 +21,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.components.dependencies import Dependencies
+from bunqueue.broker.components.records import JobRecords
 from bunqueue.errors import CommandError
 from bunqueue.storage import Store
 
@@ -41,15 +42,23 @@ class ParentMoves(Protocol):
     def release_parent(self, job: Job, now: float) -> None: ...
 
 
+def flow_record(data: Any) -> dict[str, Any]:
+    """The object a link writes flow metadata into: the job's data when it is an object, else a new one
+    (scalar, array or null data gives way to the metadata clients read the edges from, as in the
+    reference)."""
+    return data if type(data) is dict else {}
+
+
 # Where a parent may be for a policy to apply to it.
 WAITING_PARENT = frozenset((states.READY, states.DELAYED, states.WAITING_CHILDREN))
 
 
 class FlowPolicies:
-    __slots__ = ("failed_values", "ignored_failures", "jobs", "reserved", "transitions")
+    __slots__ = ("failed_values", "ignored_failures", "jobs", "records", "reserved", "transitions")
 
-    def __init__(self, jobs: dict[str, Job]) -> None:
-        self.jobs = jobs
+    def __init__(self, records: JobRecords) -> None:
+        self.records = records
+        self.jobs = records.jobs
         # Parent id -> {"<queue>:<childId>": error} (continueParentOnFailure / ignoreDependencyOnFailure).
         self.failed_values: dict[str, dict[str, Any]] = {}
         self.ignored_failures: dict[str, dict[str, Any]] = {}
@@ -86,8 +95,7 @@ class FlowPolicies:
         """A new edge: ``parent`` declares ``child_id`` and, unless the child already finished, waits
         for it."""
         parent.children_ids = [*parent.children_ids, child_id]
-        if type(parent.data) is dict:
-            parent.data = {**parent.data, "__childrenIds": list(parent.children_ids)}
+        parent.data = {**flow_record(parent.data), "__childrenIds": list(parent.children_ids)}
         if child_id not in parent.depends_on:
             parent.depends_on = [*parent.depends_on, child_id]
         t = self.transitions
@@ -126,9 +134,11 @@ class FlowPolicies:
             self.drop_dependency(parent, child.id, now)
 
     def forget_parent(self, parent_id: str) -> None:
-        """A parent finished (completed or failed for good): its kept failures go, as in the reference."""
+        """A parent finished (completed or failed for good): its kept failures and the results of its
+        removed children go, as in the reference."""
         self.failed_values.pop(parent_id, None)
         self.ignored_failures.pop(parent_id, None)
+        self.records.child_results.pop(parent_id, None)
 
     def drop_dependency(self, parent: Job, dep_id: str, now: float) -> bool:
         """``parent`` no longer depends on ``dep_id``; it runs if that was its last unfinished one."""

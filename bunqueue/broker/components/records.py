@@ -6,6 +6,7 @@ from collections import OrderedDict
 from typing import Any
 
 from bunqueue._core.jobs import Job
+from bunqueue.broker import states
 from bunqueue.broker.components.queues import Queues
 from bunqueue.storage import Store
 
@@ -29,6 +30,10 @@ class JobRecords:
         self.queues = queues
         self.jobs: dict[str, Job] = {}
         self.results: dict[str, Any] = {}
+        # Results of children gone from memory while their parent waits, by parent id, then child id:
+        # GetChildrenValues still answers them (under the bare child id) until the parent completes,
+        # fails for good or goes, as the reference's dependency results do. Not persisted (nor there).
+        self.child_results: dict[str, dict[str, Any]] = {}
         # Failure history per job (the DLQ entry's ``attempts``).
         self.failures: dict[str, list[dict[str, Any]]] = {}
         # Job logs (AddLog), per job id, least recently written first.
@@ -51,12 +56,24 @@ class JobRecords:
     def drop_from_memory(self, job: Job) -> None:
         job_id = job.id
         self.jobs.pop(job_id, None)
-        self.results.pop(job_id, None)
+        results = self.results
+        if job_id in results:
+            result = results.pop(job_id)
+            if job.parent_id is not None:
+                self.keep_for_parent(job, result)
+        if self.child_results:
+            self.child_results.pop(job_id, None)
         self.failures.pop(job_id, None)
         self.logs.pop(job_id, None)
         self.generations.pop(job_id, None)
         if self.waiters:
             settle_waiters(self.waiters, job_id, False)
+
+    def keep_for_parent(self, child: Job, result: Any) -> None:
+        """``child`` leaves memory with ``result``: kept while its parent still waits to run or runs."""
+        parent = self.jobs.get(child.parent_id) if child.parent_id is not None else None
+        if parent is not None and parent.state in states.LIVE:
+            self.child_results.setdefault(parent.id, {})[child.id] = result
 
     def add_proof(self, job_id: str) -> None:
         proofs = self.completion_proofs

@@ -17,7 +17,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.components import flowgraph
-from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT
+from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
 from bunqueue.broker.ops.jobcontrol import cancel, check_lease
 from bunqueue.broker.wiring import Wiring
 from bunqueue.errors import CommandError
@@ -86,16 +86,20 @@ def abandon_graph(broker: Wiring, jobs: list[Job]) -> None:
 
 
 def children_values(broker: Wiring, parent_id: Any) -> dict[str, Any]:
-    """Results of the parent's completed children by ``<queue>:<childId>`` (the bare id once gone)."""
+    """Results of the parent's completed children by ``<queue>:<childId>``, in the parent's order; a
+    child gone while the parent waits is answered under its bare id (``JobRecords.child_results``)."""
     parent = broker.find_job(parent_id)
     values: dict[str, Any] = {}
     if parent is None:
         return values
+    kept = broker.records.child_results.get(parent.id)
     for child_id in parent.children_ids:
         stored, value = broker.find_result(child_id)
         if stored:
             child = broker.find_job(child_id)
             values[f"{child.queue}:{child_id}" if child is not None else child_id] = value
+        elif kept is not None and child_id in kept:
+            values[child_id] = kept[child_id]
     return values
 
 
@@ -173,8 +177,7 @@ def update_parent(broker: Wiring, child_id: Any, parent_id: Any) -> None:
     if not declared and parent.state not in WAITING_PARENT:
         raise CommandError(errors.parent_not_linkable(parent_id))
     child.parent_id = parent_id
-    if type(child.data) is dict:
-        child.data = {**child.data, "__parentId": parent_id, "__parentQueue": parent.queue}
+    child.data = {**flow_record(child.data), "__parentId": parent_id, "__parentQueue": parent.queue}
     broker.store.job_changed(child)
     if not declared:
         broker.flows.adopt(parent, child_id, _completed(broker, child_id))

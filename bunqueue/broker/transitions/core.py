@@ -460,6 +460,8 @@ class TransitionCore:
         if records.waiters:
             settle_waiters(records.waiters, job_id, True)
         if remove or job.remove_on_complete:
+            if has_result and job.parent_id is not None:
+                records.keep_for_parent(job, result)
             records.delete(job)
             records.add_proof(job_id)
         else:
@@ -484,14 +486,22 @@ class TransitionCore:
             self.events.completed(job, result, has_result)
         if job_id in self.dependents:
             for parked in self.deps.released_by(job_id):
-                q = self.queues.of(parked.queue)
-                q.unpark(parked.id)
-                self.enqueue(q, parked, now)
-                self.store.job_changed(parked)
+                self.promote_dependent(parked, now)
         if job.repeat is not None and self.repeats is not None:
             self.repeats.completed(job, now)
         if job.children_ids and self.flows is not None:
             self.flows.forget_parent(job_id)
+
+    def promote_dependent(self, job: Job, now: float) -> None:
+        """A parked job whose last dependency completed is queued; its timeline records the state it
+        entered, as the reference's dependency promotion does (a policy release records none)."""
+        q = self.queues.of(job.queue)
+        q.unpark(job.id)
+        self.enqueue(q, job, now)
+        entered = states.state_name(job.state, job.priority, job.run_at, now)
+        if job.timeline[-1]["state"] != entered:
+            job.note({"state": entered, "timestamp": now})
+        self.store.job_changed(job)
 
     def restart(self, job: Job, now: float) -> None:
         """A finished job (DLQ, completed) begins again from waiting: fresh attempts, its identity

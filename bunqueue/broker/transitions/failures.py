@@ -128,7 +128,7 @@ class Transitions(TransitionCore):
                                "attempt": job.attempts})
             self.retry(q, job, now)
         else:
-            job.started_at = math.nan
+            # The interrupted attempt keeps its start time until the next pull, as in the reference.
             self.requeue(q, job, now + retry_delay(job.backoff, job.backoff_config, job.attempts), now)
 
     def retry(self, q: QueueState, job: Job, now: float) -> None:
