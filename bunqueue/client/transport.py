@@ -5,6 +5,12 @@ Both kinds answer ``call(command)`` with the reply of an ``{ok: true}`` command 
 queue. A TCP transport connects lazily, pipelines every command on its connections (requests are matched by
 ``reqId``), reconnects with backoff after a loss, authenticates each new connection with its token and can
 use TLS.
+
+While the server is unreachable a call does not wait for it: it raises ConnectionClosedError, after at
+most the wait until the next connection attempt (``RECONNECT_BACKOFF_S``: 0.5 s after the first failure,
+then 1 s, 2 s and 5 s). A call in flight when the connection drops raises the same error; whether its
+command took effect is unknown, so retrying is the caller's choice. The first call after the server is
+back opens a new connection, and every object on the transport works again.
 """
 from __future__ import annotations
 
