@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue.client.transport import DEFAULT_PORT, PROTOCOL_VERSION, TcpTransport, TlsOption
+from bunqueue.errors import CommandError, CommandTimeoutError, ConnectionClosedError
 from bunqueue.sdk.blocking import run
 from bunqueue.sdk.telemetry import TelemetryHandler
 
@@ -40,9 +41,10 @@ class Connection:
         run(self.transport.connection())
 
     def ping(self) -> bool:
+        """True when the server answers; a refused token still raises AuthError, as in the SDK."""
         try:
             reply = self.call({"cmd": "Ping"})
-        except Exception:  # noqa: BLE001 - ping answers yes or no
+        except (ConnectionClosedError, CommandTimeoutError, CommandError):
             return False
         data = reply.get("data")
         return bool(isinstance(data, dict) and data.get("pong"))
