@@ -12,7 +12,8 @@ from bunqueue.sdk.telemetry import TelemetryHandler
 class Connection:
     """Pipelined TCP connection to a server: connects on first use, reconnects with backoff after a loss.
 
-    Any thread may call it. ``on_telemetry`` is accepted for the published SDK's signature and not called.
+    Any thread may call it. ``on_telemetry`` receives the SDK's structured events of the connection's life
+    and of every command (see ``bunqueue.client.telemetry``), on the client's loop thread.
     """
 
     def __init__(
@@ -31,7 +32,8 @@ class Connection:
         self.tls = tls
         self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
-        self.transport = TcpTransport(host, port, token, tls, connect_timeout, command_timeout)
+        self.transport = TcpTransport(host, port, token, tls, connect_timeout, command_timeout,
+                                      on_telemetry=on_telemetry)
 
     def call(self, command: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send ``command`` and return its reply; RemoteCommandError (a CommandError) for ``ok: false``."""

@@ -38,7 +38,7 @@ class FlowProducer:
     ) -> None:
         self.connection = connection
         self._aio = _SdkFlowProducer(host, port, token, tls, connection.transport if connection else None,
-                                     embedded=embedded, data_path=data_path)
+                                     on_telemetry, embedded=embedded, data_path=data_path)
 
     add: Callable[..., FlowNode] = blocking(aio.FlowProducer.add)
     add_bulk: Callable[..., list[FlowNode]] = blocking(aio.FlowProducer.add_bulk)

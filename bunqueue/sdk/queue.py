@@ -55,6 +55,7 @@ class Queue:
         self._aio = SdkQueue(
             name, host, port, token, tls, connection.transport if connection is not None else None,
             command_timeout, prefix_key, embedded=embedded, data_path=data_path, pool_size=pool_size,
+            on_telemetry=on_telemetry,
         )
         self.name = self._aio.name
 
