@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from bunqueue.asyncio import worker as aio
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
+from bunqueue.sdk.connection import Connection
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.telemetry import TelemetryHandler
 
@@ -70,7 +71,7 @@ class Worker(ThreadedEmitter):
         self.heartbeat_interval_s = heartbeat_interval_s
         self.worker_id = self._aio.worker_id
         self.name = self._aio.name
-        self.connection = self._aio.transport
+        self.connection = Connection.over(self._aio.transport)
         if autorun:
             self.start()
 
