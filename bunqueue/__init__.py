@@ -1,8 +1,8 @@
 """bunqueue: a job-queue broker that speaks the bunqueue wire protocol, and its Python client.
 
 ``from bunqueue import Queue, Worker, Job, FlowProducer, QueueEvents`` is the synchronous client (the
-published SDK's API); ``bunqueue.asyncio`` is the asyncio one. Both load on first use only, so starting
-the server never imports them.
+published SDK's API, with its simple mode ``Bunqueue``); ``bunqueue.asyncio`` is the asyncio one. Both
+load on first use only, so starting the server never imports them.
 """
 from __future__ import annotations
 
@@ -29,7 +29,11 @@ _CLIENT = {
     "ConnectionClosedError": "bunqueue.errors",
     "SerializationError": "bunqueue.errors",
     "UnrecoverableError": "bunqueue.errors",
+    "Bunqueue": "bunqueue.simple",
+    "CancelSignal": "bunqueue.simple",
+    "CancellationManager": "bunqueue.simple",
 }
+__all__ = sorted(_CLIENT)
 
 
 def __getattr__(name: str) -> Any:

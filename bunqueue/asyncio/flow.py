@@ -83,7 +83,7 @@ class FlowProducer:
     ) -> None:
         self.transport, self._owns_transport = open_transport(
             host=host, port=port, token=token, tls=tls, connection=connection, embedded=embedded,
-            data_path=data_path,
+            data_path=data_path, on_telemetry=on_telemetry,
         )
 
     @property

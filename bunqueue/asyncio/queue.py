@@ -11,6 +11,7 @@ from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue_admin import QueueAdminOps
 from bunqueue.asyncio.queue_query import QueueQueryOps
 from bunqueue.client.options import bulk_entry, compact, job_fields
+from bunqueue.client.telemetry import TelemetryHandler
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
 from bunqueue.errors import UnrecoverableError
 
@@ -41,11 +42,13 @@ class Queue(QueueQueryOps, QueueAdminOps):
         embedded: bool = False,
         data_path: str | None = None,
         pool_size: int = 1,
+        on_telemetry: TelemetryHandler | None = None,
     ) -> None:
         self.name = prefix_key + name
         self.transport, self._owns_transport = open_transport(
             host=host, port=port, token=token, tls=tls, connection=connection, command_timeout=command_timeout,
             embedded=embedded, data_path=data_path, pool_size=pool_size,
+            on_telemetry=on_telemetry,
         )
 
     @property

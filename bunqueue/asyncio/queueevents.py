@@ -1,10 +1,11 @@
 """QueueEvents: one queue's events as the TS client names them, to listeners and to ``async for``.
 
 Over TCP the events come on a connection of their own (``SubscribeEvents``), which subscribes again after
-a reconnect; embedded, from the engine directly. Names and payloads: ``waiting {jobId}``, ``active
-{jobId}``, ``progress {jobId, data}``, ``completed {jobId, returnvalue}``, ``failed {jobId, failedReason,
-data}``, ``stalled {jobId}``, ``delayed {jobId, delay}``, ``removed {jobId, prev}``, ``duplicated``,
-``retried {jobId, prev}``, ``waiting-children``, ``drained {id}``, ``paused``, ``resumed``.
+a reconnect (the events published while it was away are not replayed); embedded, from the engine
+directly. Names and payloads: ``waiting {jobId}``, ``active {jobId}``, ``progress {jobId, data}``,
+``completed {jobId, returnvalue}``, ``failed {jobId, failedReason, data}``, ``stalled {jobId}``,
+``delayed {jobId, delay}``, ``removed {jobId, prev}``, ``duplicated``, ``retried {jobId, prev}``,
+``waiting-children``, ``drained {id}``, ``paused``, ``resumed``.
 """
 from __future__ import annotations
 

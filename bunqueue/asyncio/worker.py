@@ -79,10 +79,9 @@ class Worker(EventEmitter):
         self.heartbeat_interval_s = heartbeat_interval_s
         self.worker_id = f"py-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.name = name or self.worker_id
-        self.on_telemetry = on_telemetry
         self.transport, self._owns_transport = open_transport(
             host=host, port=port, token=token, tls=tls, connection=connection, embedded=embedded,
-            data_path=data_path,
+            data_path=data_path, on_telemetry=on_telemetry,
         )
         self._job_factory = job_factory or self._new_job
         self._acks: AckBatcher | None = None

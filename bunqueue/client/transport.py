@@ -5,6 +5,12 @@ Both kinds answer ``call(command)`` with the reply of an ``{ok: true}`` command 
 queue. A TCP transport connects lazily, pipelines every command on its connections (requests are matched by
 ``reqId``), reconnects with backoff after a loss, authenticates each new connection with its token and can
 use TLS.
+
+While the server is unreachable a call does not wait for it: it raises ConnectionClosedError, after at
+most the wait until the next connection attempt (``RECONNECT_BACKOFF_S``: 0.5 s after the first failure,
+then 1 s, 2 s and 5 s). A call in flight when the connection drops raises the same error; whether its
+command took effect is unknown, so retrying is the caller's choice. The first call after the server is
+back opens a new connection, and every object on the transport works again.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from bunqueue.client.connection import Connection, connect
+from bunqueue.client.telemetry import Telemetry, TelemetryHandler, now_ms
 from bunqueue.errors import (
     CLIENT_CLOSED,
     AuthenticationError,
@@ -83,6 +90,7 @@ class TcpTransport:
         connect_timeout: float = 5.0,
         command_timeout: float = 10.0,
         pool_size: int = 1,
+        on_telemetry: TelemetryHandler | None = None,
     ) -> None:
         if pool_size < 1:
             raise ValueError("pool_size must be >= 1")
@@ -100,6 +108,8 @@ class TcpTransport:
         self.closed = False
         #: Bumped on every new connection: a worker registers itself again on a new one.
         self.generation = 0
+        self.telemetry = Telemetry(on_telemetry) if on_telemetry is not None else None
+        self.last_req_id = 0
 
     @property
     def connected(self) -> bool:
@@ -123,14 +133,18 @@ class TcpTransport:
         wait = self.retry_at - loop.time()
         if wait > 0:
             await asyncio.sleep(wait)
+        started = now_ms()
         try:
             conn = await connect(self.host, self.port, token=self.token, timeout=self.connect_timeout, ssl=self.ssl)
         except AuthenticationError:
+            if self.telemetry is not None:
+                self.telemetry.emit("auth", ok=False)
             raise
         except (TimeoutError, OSError) as exc:
-            self.retry_at = loop.time() + RECONNECT_BACKOFF_S[min(self.failures, len(RECONNECT_BACKOFF_S) - 1)]
-            self.failures += 1
-            raise ConnectionClosedError(f"connect to {self.host}:{self.port} failed: {exc}") from exc
+            # ssl.SSLError is an OSError: a refused certificate is retried like a refused connection.
+            operation = "tls" if isinstance(exc, ssl.SSLError) else "connect"
+            self._schedule_retry(loop, operation, exc)
+            raise ConnectionClosedError(f"{operation} to {self.host}:{self.port} failed: {exc}") from exc
         self.failures = 0
         self.retry_at = 0.0
         self.generation += 1
@@ -138,23 +152,65 @@ class TcpTransport:
             await conn.close()
             raise ConnectionClosedError(CLIENT_CLOSED)
         self.slots[index] = conn
+        if self.telemetry is not None:
+            self._observe(conn, started, self.telemetry)
         return conn
 
+    def _schedule_retry(self, loop: asyncio.AbstractEventLoop, operation: str, exc: BaseException) -> None:
+        delay = RECONNECT_BACKOFF_S[min(self.failures, len(RECONNECT_BACKOFF_S) - 1)]
+        self.retry_at = loop.time() + delay
+        self.failures += 1
+        if self.telemetry is not None:
+            self.telemetry.emit("reconnect_scheduled", host=self.host, port=self.port, attempt=self.failures,
+                                delay_ms=delay * 1000)
+            self.telemetry.emit("error", operation=operation, error=str(exc))
+
+    def _observe(self, conn: Connection, started: float, telemetry: Telemetry) -> None:
+        generation = self.generation
+        if self.token is not None:
+            telemetry.emit("auth", ok=True)
+        telemetry.emit("connect", host=self.host, port=self.port, generation=generation,
+                       duration_ms=now_ms() - started)
+        conn.closed.add_done_callback(lambda _: telemetry.emit(
+            "disconnect", host=self.host, port=self.port, generation=generation))
+
     async def call(self, command: dict[str, Any], timeout: float | None = None) -> Reply:
+        if self.telemetry is not None:
+            return await self._observed_call(command, timeout, self.telemetry)
+        return checked(await self._reply(command, timeout), command)
+
+    async def _reply(self, command: dict[str, Any], timeout: float | None, telemetry: Telemetry | None = None,
+                     ) -> Reply:
+        """The reply of ``command``, ``ok`` or not."""
         conn = await self.connection()
         try:
             future = conn.request_nowait(command)
         except (TypeError, ValueError, OverflowError) as exc:
+            if telemetry is not None:
+                telemetry.emit("error", operation="serialize", error=str(exc))
             raise SerializationError(f"cannot pack {command.get('cmd')}: {exc}") from exc
         except ConnectionError as exc:
+            if telemetry is not None:
+                telemetry.emit("error", operation="write", error=str(exc))
             raise ConnectionClosedError(str(exc)) from exc
         try:
             async with asyncio.timeout(self.command_timeout if timeout is None else timeout):
-                reply = await future
+                return await future
         except TimeoutError:
+            if telemetry is not None:
+                telemetry.emit("command_timeout", cmd=command.get("cmd"), req_id=command.get("reqId"))
             raise CommandTimeoutError(f"no reply to {command.get('cmd')} within the timeout") from None
         except ConnectionError as exc:
             raise ConnectionClosedError(str(exc)) from exc
+
+    async def _observed_call(self, command: dict[str, Any], timeout: float | None, telemetry: Telemetry) -> Reply:
+        # The transport numbers the request itself, so that its events can name it.
+        self.last_req_id += 1
+        command = {**command, "reqId": str(self.last_req_id)}
+        started = now_ms()
+        reply = await self._reply(command, timeout, telemetry)
+        telemetry.emit("command", cmd=command.get("cmd"), req_id=command["reqId"], duration_ms=now_ms() - started,
+                       ok=bool(reply.get("ok")))
         return checked(reply, command)
 
     async def subscribe(self, queue: str, on_event: EventCallback) -> Subscription:

@@ -36,9 +36,9 @@ class FlowProducer:
         embedded: bool = False,
         data_path: str | None = None,
     ) -> None:
-        self.connection = connection
         self._aio = _SdkFlowProducer(host, port, token, tls, connection.transport if connection else None,
-                                     embedded=embedded, data_path=data_path)
+                                     on_telemetry, embedded=embedded, data_path=data_path)
+        self.connection = connection or Connection.over(self._aio.transport)
 
     add: Callable[..., FlowNode] = blocking(aio.FlowProducer.add)
     add_bulk: Callable[..., list[FlowNode]] = blocking(aio.FlowProducer.add_bulk)

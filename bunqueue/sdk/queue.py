@@ -51,11 +51,12 @@ class Queue:
         data_path: str | None = None,
         pool_size: int = 1,
     ) -> None:
-        self.connection = connection
         self._aio = SdkQueue(
             name, host, port, token, tls, connection.transport if connection is not None else None,
             command_timeout, prefix_key, embedded=embedded, data_path=data_path, pool_size=pool_size,
+            on_telemetry=on_telemetry,
         )
+        self.connection = connection or Connection.over(self._aio.transport)
         self.name = self._aio.name
 
     add: Callable[..., Job] = _jobs(aio.Queue.add)

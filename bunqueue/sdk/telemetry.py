@@ -1,8 +1,6 @@
 """The published SDK's telemetry types, for programs that annotate with them."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from bunqueue.client.telemetry import TelemetryEvent, TelemetryHandler
 
-TelemetryEvent = dict[str, Any]
-TelemetryHandler = Callable[[TelemetryEvent], None]
+__all__ = ("TelemetryEvent", "TelemetryHandler")

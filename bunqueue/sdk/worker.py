@@ -3,15 +3,21 @@ on ``concurrency`` threads; listeners are called on a thread of their own."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from bunqueue.asyncio import worker as aio
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
+from bunqueue.sdk.connection import Connection
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.telemetry import TelemetryHandler
 
 Processor = Callable[[Job], Any]
+R = TypeVar("R")
+
+
+async def _on_loop(fn: Callable[..., R], *args: Any) -> R:
+    return fn(*args)
 
 
 class _Bridged(aio.Worker):
@@ -65,7 +71,7 @@ class Worker(ThreadedEmitter):
         self.heartbeat_interval_s = heartbeat_interval_s
         self.worker_id = self._aio.worker_id
         self.name = self._aio.name
-        self.connection = self._aio.transport
+        self.connection = Connection.over(self._aio.transport)
         if autorun:
             self.start()
 
@@ -90,11 +96,13 @@ class Worker(ThreadedEmitter):
         """Block until the worker is closed (starting it if needed)."""
         run(self._aio.run())
 
+    # The asyncio Worker's state belongs to the loop thread: changes are made there, and are in effect
+    # when these return (a processor's thread may pause its own worker, as a circuit breaker does).
     def pause(self) -> None:
-        self._aio.pause()
+        run(_on_loop(self._aio.pause))
 
     def resume(self) -> None:
-        self._aio.resume()
+        run(_on_loop(self._aio.resume))
 
     def is_running(self) -> bool:
         return self._aio.is_running()
@@ -122,10 +130,10 @@ class Worker(ThreadedEmitter):
     stop = close
 
     def cancel_job(self, job_id: str, reason: str | None = None) -> bool:
-        return self._aio.cancel_job(job_id, reason)
+        return run(_on_loop(self._aio.cancel_job, job_id, reason))
 
     def cancel_all_jobs(self, reason: str | None = None) -> None:
-        self._aio.cancel_all_jobs(reason)
+        run(_on_loop(self._aio.cancel_all_jobs, reason))
 
     def is_job_cancelled(self, job_id: str) -> bool:
         return self._aio.is_job_cancelled(job_id)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import bunqueue
 from bunqueue import Job, Queue, QueueEvents, Worker
 from bunqueue._testbase.server import ServerProcess
 
@@ -49,3 +50,24 @@ def test_queue_events_and_blocking_calls_from_listeners(server: ServerProcess) -
     assert ("completed", 42) in seen, seen
     assert ("failed", "unsupported operand type(s) for *: 'NoneType' and 'int'") in seen, seen
     queue.close()
+
+
+def test_each_object_has_an_sdk_connection(server: ServerProcess) -> None:
+    """``Queue(...).connection`` (and a Worker's and a FlowProducer's) is a Connection, as in the SDK, that
+    other objects can share."""
+    name = f"sync-conn-{uuid.uuid4().hex[:8]}"
+    queue = Queue(name, host="127.0.0.1", port=server.port)
+    assert isinstance(queue.connection, bunqueue.Connection)
+    assert (queue.connection.host, queue.connection.port) == ("127.0.0.1", server.port)
+    assert queue.connection.ping() is True and queue.connection.connected
+    sharing = Queue(name, connection=queue.connection)
+    sharing.add("shared", {"n": 1})
+    assert queue.count() == 1
+    assert sharing.connection is queue.connection
+    worker = Worker(name, lambda job: None, host="127.0.0.1", port=server.port, autorun=False)
+    assert isinstance(worker.connection, bunqueue.Connection) and worker.connection.ping() is True
+    flow = bunqueue.FlowProducer(connection=queue.connection)
+    assert flow.connection is queue.connection
+    worker.close()
+    queue.close()
+    assert not sharing.connection.connected
