@@ -59,7 +59,8 @@ def main() -> None:
                     rates.append(asyncio.run(with_subscriber(server.http_port, server.port, args.batches)))
             finally:
                 server.stop()
-        print(f"{label:>22}: PUSHB 100 best {max(rates):8.1f} batches/s  (rounds: {', '.join(f'{r:.0f}' for r in rates)})")
+        each = ", ".join(f"{rate:.0f}" for rate in rates)
+        print(f"{label:>22}: PUSHB 100 best {max(rates):8.1f} batches/s  (rounds: {each})")
 
 
 if __name__ == "__main__":
