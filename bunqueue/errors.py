@@ -548,6 +548,16 @@ def invalid_webhook_events(invalid: list[Any], valid: tuple[str, ...]) -> str:
     return f"Invalid webhook event(s): {named}. Valid: {', '.join(valid)}"
 
 
+EVENTS_NOT_EMPTY_ARRAY = "events must be a non-empty array"
+# A flow child's failure as `flow:failed` names it when the attempt gave no error.
+MAX_ATTEMPTS_EXCEEDED = "Max attempts exceeded"
+
+
+def invalid_subscriptions(invalid: list[Any]) -> str:
+    """A WebSocket Subscribe naming events outside the fixed set, joined as JS ``Array.join`` writes them."""
+    return "Invalid: " + ", ".join(item if type(item) is str else shown([item]) for item in invalid)
+
+
 # -- the Python client (bunqueue.Queue, bunqueue.asyncio, ...) ---------------------------------------
 # The names of the published synchronous SDK, so a program written for it catches the same exceptions.
 # The client raises ``RemoteCommandError`` for an ``{ok: false}`` reply: it is both the SDK's

@@ -114,8 +114,9 @@ cdef class LeaseTable:
         self._compact_if_sparse()
         return True
 
-    def pop_expired(self, double now):
-        """Remove the leases with expires_at <= now and return their job ids, earliest expiry first."""
+    def pop_expired(self, double now, list renewals=None):
+        """Remove the leases with expires_at <= now and return their job ids, earliest expiry first; with
+        ``renewals``, append to it how often each was renewed, in the same order."""
         cdef list expired = []
         cdef DeadlineEntry top
         cdef _Lease lease
@@ -125,6 +126,8 @@ cdef class LeaseTable:
             if self._is_live(&top):
                 lease = self._lease_of_slot[top.slot]
                 expired.append(lease.job_id)
+                if renewals is not None:
+                    renewals.append(lease.renewals)
                 self._forget(lease)
         self._compact_if_sparse()
         return expired

@@ -85,8 +85,8 @@ class Wiring:
         self.counters = Counters()
         self.stalls = StallDetector(self.jobs, self.queues, self.alarms)
         self.timeouts = JobTimeouts(self.jobs, self.leases, self.alarms, self.records.max_completed_jobs)
-        self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token)
-        self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms)
+        self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token, self.events)
+        self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms, self.events)
         self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
@@ -97,7 +97,7 @@ class Wiring:
         # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
         self.flows = t.flows = FlowPolicies(self.records)
         self.flows.transitions = t
-        self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
+        self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock, self.events)
         self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
         self.repeats = t.repeats = repeatchain.RepeatChain(self.push)

@@ -69,7 +69,7 @@ def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> R
         entries = _selected(broker, queue, spec)
         if job_id is not None:
             entries = [entry for entry in entries if entry["job"].id == job_id]
-    retried = broker.retry_dlq_entries(_cap(entries, count), broker.clock())
+    retried = broker.retry_dlq_entries(_cap(entries, count), broker.clock(), job_id)
     return {"ok": True, "count": retried}
 
 

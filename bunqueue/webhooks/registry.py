@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from bunqueue import errors
+from bunqueue.broker.components import eventnames
 from bunqueue.errors import CommandError
 from bunqueue.webhooks.urls import webhook_url_error
 
@@ -182,6 +183,10 @@ def _no_wake() -> None:
     pass
 
 
+def _no_notice(name: str, data: dict[str, Any]) -> None:
+    pass
+
+
 class WebhookRegistry:
     """The registered webhooks. ``wake`` (set by the server) is called when an outbox gets work while the
     delivery side said it was ``idle``; the delivery side sets ``idle`` again before it looks for work, so
@@ -204,6 +209,9 @@ class WebhookRegistry:
         # Called when the first webhook is registered: the delivery side gets ready (its thread, its HTTP
         # client) then rather than with the first event, which may come in the middle of a burst.
         self.prepare: Callable[[], None] = _no_wake
+        # Listeners to system events and the call that tells them (the event hub sets both: see EventHub).
+        self.notices: list[Callable[[str, dict[str, Any]], None]] = []
+        self.notify: Callable[[str, dict[str, Any]], None] = _no_notice
         self._index()
 
     def validate(self, url: Any, events: Any) -> None:
@@ -224,6 +232,8 @@ class WebhookRegistry:
         self._index()
         if len(self.hooks) == 1:
             self.prepare()
+        if self.notices:
+            self.notify(eventnames.WEBHOOK_ADDED, {"id": hook.id, "url": hook.url, "events": hook.events})
 
     def remove(self, hook_id: Any) -> Webhook | None:
         hook = self.hooks.pop(hook_id, None) if type(hook_id) is str else None
@@ -235,6 +245,8 @@ class WebhookRegistry:
         # What waited for delivery goes with the registration.
         hook.outbox.clear()
         self._index()
+        if self.notices:
+            self.notify(eventnames.WEBHOOK_REMOVED, {"id": hook.id})
         return hook
 
     def set_enabled(self, hook_id: Any, enabled: bool) -> Webhook | None:
@@ -245,6 +257,9 @@ class WebhookRegistry:
             hook.enabled = enabled
             self.enabled_count += 1 if enabled else -1
             self._index()
+            if self.notices:
+                name = eventnames.WEBHOOK_ENABLED if enabled else eventnames.WEBHOOK_DISABLED
+                self.notify(name, {"webhookId": hook_id})
         return hook
 
     def _index(self) -> None:

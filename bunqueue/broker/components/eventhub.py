@@ -52,6 +52,9 @@ class EventHub:
         self.wanted = False
         # Listeners to system events, called with (name, data).
         self.notices: list[Callable[[str, dict[str, Any]], None]] = []
+        # The registry tells of its own changes (webhook:added, ...) to the same listeners.
+        self.webhooks.notices = self.notices
+        self.webhooks.notify = self.notify
 
     def refresh(self) -> None:
         """Recompute ``wanted``; called when subscriptions, taps or enabled webhooks change."""

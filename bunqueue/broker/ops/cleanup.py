@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 from bunqueue._core.jobs import Job
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.queues import QueueState
 from bunqueue.broker.wiring import Wiring
 
@@ -24,11 +25,21 @@ def drain(broker: Wiring, queue: str) -> int:
     ids = q.clear_queued()
     for job_id in ids:
         remove(jobs[job_id])
+    if ids and broker.events.notices:
+        broker.events.notify(eventnames.QUEUE_DRAINED, {"queue": queue, "count": len(ids)})
     return len(ids)
 
 
 def obliterate(broker: Wiring, queue: str) -> None:
     """Remove the queue and everything in it: jobs in every state, DLQ, pause and DLQ policy."""
+    _remove_queue(broker, queue)
+    # Told of every Obliterate, of a queue never seen too, as the original tells it.
+    if broker.events.notices:
+        broker.events.notify(eventnames.QUEUE_OBLITERATED, {"queue": queue})
+        broker.events.notify(eventnames.QUEUE_REMOVED, {"queue": queue})
+
+
+def _remove_queue(broker: Wiring, queue: str) -> None:
     q = broker.queues.get(queue)
     if q is None:
         return
@@ -72,12 +83,19 @@ def clean(broker: Wiring, queue: str, grace: float, state: str | None, limit: in
         return []
     threshold = now - grace
     if state is None or state in QUEUED_STATES:
-        return _clean_queued(broker, q, threshold, limit)
-    if state == "completed":
-        return _clean_completed(broker, q, threshold, limit)
-    if state == "failed":
-        return _clean_failed(broker, queue, threshold, limit)
-    return []
+        ids = _clean_queued(broker, q, threshold, limit)
+    elif state == "completed":
+        ids = _clean_completed(broker, q, threshold, limit)
+    elif state == "failed":
+        ids = _clean_failed(broker, queue, threshold, limit)
+    else:
+        return []
+    if ids and broker.events.notices:
+        cleaned: dict[str, object] = {"queue": queue, "count": len(ids)}
+        if state is not None:
+            cleaned = {"queue": queue, "state": state, "count": len(ids)}
+        broker.events.notify(eventnames.QUEUE_CLEANED, cleaned)
+    return ids
 
 
 def _oldest(jobs: list[Job], limit: int, key: Callable[[Job], tuple[float, str]]) -> list[Job]:

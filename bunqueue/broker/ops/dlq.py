@@ -8,19 +8,31 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue.broker import states
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, Entry, merge_config
 from bunqueue.broker.wiring import Wiring
 
 
-def retry_entries(broker: Wiring, entries: list[Entry], now: float) -> int:
+def retry_entries(broker: Wiring, entries: list[Entry], now: float, job_id: str | None = None) -> int:
+    """Retry ``entries`` (of one queue); ``job_id`` when the command named one job."""
     t = broker.transitions
-    return sum(1 for entry in entries if t.retry_dead(entry, now, False))
+    count = sum(1 for entry in entries if t.retry_dead(entry, now, False))
+    if count and broker.events.notices:
+        retried: dict[str, Any] = {"queue": entries[0]["job"].queue, "count": count}
+        if job_id is None:
+            broker.events.notify(eventnames.DLQ_RETRY_ALL, retried)
+        else:
+            retried["jobId"] = job_id
+            broker.events.notify(eventnames.DLQ_RETRIED, retried)
+    return count
 
 
 def purge(broker: Wiring, queue: str) -> int:
     t = broker.transitions
     removed = t.dlq.clear(queue)
     t.drop_dead_letters(queue, [entry["job"].id for entry in removed])
+    if removed and broker.events.notices:
+        broker.events.notify(eventnames.DLQ_PURGED, {"queue": queue, "count": len(removed)})
     return len(removed)
 
 
@@ -41,6 +53,8 @@ def set_config(broker: Wiring, queue: str, changes: dict[str, Any]) -> None:
     t.drop_dead_letters(queue, t.dlq.overflow(queue))
     t.dlq.reschedule_queue(queue)
     t.store.queue_changed(queue, q.settings())
+    if broker.events.notices:
+        broker.events.notify(eventnames.CONFIG_DLQ_CHANGED, {"queue": queue, "config": changes})
 
 
 # -- completed jobs ------------------------------------------------------------------------------

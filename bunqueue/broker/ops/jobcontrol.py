@@ -13,7 +13,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job, check_nesting, wire_number
 from bunqueue.broker import states
-from bunqueue.broker.components import eventhub
+from bunqueue.broker.components import eventhub, eventnames
 from bunqueue.broker.components.queues import QueueState
 from bunqueue.broker.transitions import QUEUED
 from bunqueue.broker.wiring import Wiring
@@ -69,6 +69,8 @@ def update_data(broker: Wiring, job_id: str, data: Any) -> None:
             raise CommandError(errors.CANNOT_UPDATE)
     job.data = _keep_flow_metadata(job.data, data)
     broker.store.job_changed(job)
+    if broker.events.notices:
+        broker.events.notify(eventnames.JOB_DATA_UPDATED, {"jobId": job_id})
 
 
 def _keep_flow_metadata(current: Any, new: Any) -> Any:
@@ -99,6 +101,8 @@ def change_priority(broker: Wiring, job_id: str, priority: float, lifo: bool | N
     if ready:
         q.add_ready(job)
     broker.store.job_changed(job)
+    if broker.events.notices:
+        broker.events.notify(eventnames.JOB_PRIORITY_CHANGED, {"jobId": job_id, "newPriority": priority})
 
 
 def _promote(broker: Wiring, q: QueueState, job: Job, now: float) -> None:
@@ -140,7 +144,14 @@ def _created_order(job: Job) -> tuple[float, str]:
 
 
 def change_delay(broker: Wiring, job_id: str, delay: float, token: Any, now: float, failure: str) -> None:
-    """ChangeDelay / MoveToDelayed: run ``delay`` ms from now (a negative delay is a past run time).
+    """ChangeDelay: run ``delay`` ms from now (a negative delay is a past run time)."""
+    _reschedule(broker, job_id, delay, token, now, failure)
+    if broker.events.notices:
+        broker.events.notify(eventnames.JOB_DELAY_CHANGED, {"jobId": job_id, "newDelay": delay})
+
+
+def _reschedule(broker: Wiring, job_id: str, delay: float, token: Any, now: float, failure: str) -> None:
+    """ChangeDelay / MoveToDelayed: run ``delay`` ms from now.
 
     A queued job is rescheduled; an active one leaves its worker (no attempt charged) and waits again.
     """
@@ -162,8 +173,10 @@ def move_to_delayed(broker: Wiring, job_id: str, delay: float, token: Any, now: 
     job = broker.find_job(job_id)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
-    change_delay(broker, job_id, delay, token, now, errors.not_active(state_of(broker, job, now)))
+    _reschedule(broker, job_id, delay, token, now, errors.not_active(state_of(broker, job, now)))
     broker.counters.on_event(job.queue)
+    if broker.events.notices:
+        broker.events.notify(eventnames.JOB_MOVED_TO_DELAYED, {"jobId": job_id, "delay": delay})
     if broker.events.wanted:
         broker.events.emit(job.queue, eventhub.DELAYED, job_id, delay=delay)
 

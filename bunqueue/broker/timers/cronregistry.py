@@ -18,6 +18,8 @@ from typing import Any
 from bunqueue import errors, options
 from bunqueue._core.jobs import NO_DATA, JobFactory
 from bunqueue.broker.clock import now_ms
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.recurrence import Schedule, shared
 from bunqueue.broker.timers.deadlines import CRON, Alarms
 from bunqueue.errors import CommandError
@@ -228,8 +230,10 @@ class CronRegistry:
     """Crons by name (in creation order) and a min-heap of (nextRun, generation, name)."""
 
     def __init__(
-        self, store: Store, alarms: Alarms, push: Push, has_worker: WorkerCheck, clock: Callable[[], float] = now_ms
+        self, store: Store, alarms: Alarms, push: Push, has_worker: WorkerCheck, clock: Callable[[], float] = now_ms,
+        events: EventHub | None = None,
     ) -> None:
+        self.events = events if events is not None else EventHub(clock)
         self.store = store
         self.alarms = alarms
         self.push = push
@@ -257,7 +261,19 @@ class CronRegistry:
         self.crons[cron.name] = cron
         self.store.cron_changed(cron.name, cron.record())
         self._schedule(cron)
+        if self.events.notices:
+            self._announce(eventnames.CRON_UPDATED if existing is not None else eventnames.CRON_CREATED, cron)
         return cron
+
+    def _announce(self, name: str, cron: Cron) -> None:
+        data: dict[str, Any] = {"name": cron.name, "queue": cron.queue}
+        # A field the cron has not is left out, as JSON leaves out the original's undefined.
+        if cron.schedule is not None:
+            data["pattern"] = cron.schedule
+        if cron.repeat_every is not None:
+            data["every"] = cron.repeat_every
+        data["nextRun"] = cron.next_run
+        self.events.notify(name, data)
 
     def remove(self, name: Any) -> bool:
         cron = self.crons.pop(name, None) if type(name) is str else None
@@ -266,6 +282,8 @@ class CronRegistry:
         # Its heap entry is left behind and skipped when it surfaces (its generation is gone).
         self.store.cron_removed(name)
         self._compact()
+        if self.events.notices:
+            self.events.notify(eventnames.CRON_DELETED, {"name": name})
         return True
 
     def get(self, name: Any) -> Cron:

@@ -20,6 +20,8 @@ from typing import Any
 
 from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.queues import DEFAULT_RATE_DURATION, QueueLimits, Queues, QueueState
 from bunqueue.broker.timers.deadlines import RATE_LIMITS, Alarms
 from bunqueue.storage import Store
@@ -72,7 +74,8 @@ class RateLimitWakeups:
     """Queues whose long-pollers wait for a rate-limit token, by the time the token is due; and the
     RateLimit/SetConcurrency changes, which persist the queue's controls and wake its long-pollers."""
 
-    def __init__(self, queues: Queues, store: Store, alarms: Alarms) -> None:
+    def __init__(self, queues: Queues, store: Store, alarms: Alarms, events: EventHub | None = None) -> None:
+        self.events = events if events is not None else EventHub()
         self.queues = queues
         self.store = store
         self.alarms = alarms
@@ -91,8 +94,18 @@ class RateLimitWakeups:
         self.changed(q)
         self.forget(queue)
         q.wake(len(q.waiters))
+        if self.events.notices:
+            data: dict[str, Any] = {"queue": queue, "max": limit}
+            if duration is not None:
+                data["duration"] = duration
+            if ttl is not None:
+                data["ttl"] = ttl
+            self.events.notify(eventnames.RATELIMIT_SET, data)
 
     def clear_rate_limit(self, queue: str) -> None:
+        # Every clear is told, of a queue with no limit too, as the original tells it.
+        if self.events.notices:
+            self.events.notify(eventnames.RATELIMIT_CLEARED, {"queue": queue})
         q = self.queues.get(queue)
         if q is None or q.limits is None or q.limits.rate_max is None:
             return
@@ -106,8 +119,12 @@ class RateLimitWakeups:
         _limits_of(q).concurrency = limit
         self.changed(q)
         q.wake(len(q.waiters))
+        if self.events.notices:
+            self.events.notify(eventnames.CONCURRENCY_SET, {"queue": queue, "concurrency": limit})
 
     def clear_concurrency(self, queue: str) -> None:
+        if self.events.notices:
+            self.events.notify(eventnames.CONCURRENCY_CLEARED, {"queue": queue})
         q = self.queues.get(queue)
         if q is None or q.limits is None or q.limits.concurrency is None:
             return

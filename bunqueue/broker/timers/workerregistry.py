@@ -16,6 +16,8 @@ from typing import Any
 
 from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.timers.deadlines import WORKERS, Alarms
 
 DEFAULT_WORKER_TIMEOUT_MS = 30_000
@@ -69,7 +71,10 @@ class Worker:
 
 
 class WorkerRegistry:
-    def __init__(self, clock: Callable[[], float], alarms: Alarms, new_id: Callable[[], str]) -> None:
+    def __init__(
+        self, clock: Callable[[], float], alarms: Alarms, new_id: Callable[[], str], events: EventHub | None = None
+    ) -> None:
+        self.events = events if events is not None else EventHub(clock)
         self.clock = clock
         self.alarms = alarms
         self.new_id = new_id
@@ -104,6 +109,7 @@ class WorkerRegistry:
                 worker.hostname = hostname
             if pid:
                 worker.pid = pid
+            self._connected(worker)
             return worker
         if worker_id is None:
             worker_id = self.new_id()
@@ -114,13 +120,24 @@ class WorkerRegistry:
         self.workers[worker_id] = worker
         self.by_session.setdefault(session_key, set()).add(worker_id)
         self._schedule(worker)
+        self._connected(worker)
         return worker
+
+    def _connected(self, worker: Worker) -> None:
+        """Every RegisterWorker is told, a repeated one too, as the original tells it."""
+        if self.events.notices:
+            self.events.notify(eventnames.WORKER_CONNECTED, {
+                "workerId": worker.id, "name": worker.name, "queues": worker.queues, "hostname": worker.hostname,
+                "pid": worker.pid,
+            })
 
     def unregister(self, worker_id: Any) -> bool:
         worker = self.workers.get(worker_id) if type(worker_id) is str else None
         if worker is None:
             return False
         self._drop(worker)
+        if self.events.notices:
+            self.events.notify(eventnames.WORKER_DISCONNECTED, {"workerId": worker.id})
         return True
 
     def heartbeat(self, worker_id: Any, active_jobs: float | None, processed: float | None,

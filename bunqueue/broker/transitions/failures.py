@@ -11,6 +11,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job, wire_number
 from bunqueue.broker import states
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.backoff import retry_delay
 from bunqueue.broker.components.deadletters import BLOCKED_RETRY_DELAY, Entry, can_auto_retry, is_expired
 from bunqueue.broker.components.queues import QueueState
@@ -162,6 +163,11 @@ class Transitions(TransitionCore):
             self.records.delete(job)
         else:
             self.dead_letter(job, reason, error, now)
+        if job.parent_id is not None and self.events.notices:
+            self.events.notify(eventnames.FLOW_FAILED, {
+                "parentJobId": job.parent_id, "failedChildId": job.id, "queue": job.queue,
+                "error": errors.MAX_ATTEMPTS_EXCEEDED if error is None else error,
+            })
         if self.flows is not None:
             if job.parent_id is not None:
                 self.flows.child_failed(job, error, now)
@@ -179,6 +185,8 @@ class Transitions(TransitionCore):
         self.store.job_changed(job)
         self.store.dlq_changed(job.queue, entry)
         self.drop_dead_letters(job.queue, evicted)
+        if self.events.notices:
+            self.events.notify(eventnames.DLQ_ADDED, {"queue": job.queue, "jobId": job.id, "reason": reason})
 
     def drop_dead_letters(self, queue: str, job_ids: list[str]) -> None:
         """Delete jobs whose entries already left the DLQ (evicted, expired, purged, cleaned)."""
@@ -248,16 +256,23 @@ class Transitions(TransitionCore):
     def expire_leases(self, now: float) -> float | None:
         """Active jobs whose lease ran out lose their attempt; the next lease deadline."""
         jobs = self.jobs
-        for job_id in self.leases.pop_expired(now):
+        renewals: list[int] | None = [] if self.events.notices else None
+        for i, job_id in enumerate(self.leases.pop_expired(now, renewals)):
             job = jobs.get(job_id)
             if job is not None and job.state == states.ACTIVE:
                 self.lose_attempt(job, LEASE_EXPIRED, now)
+                if renewals is not None and self.events.notices:
+                    self.events.notify(eventnames.JOB_LOCK_EXPIRED, {
+                        "jobId": job_id, "queue": job.queue, "renewalCount": renewals[i]})
         return self.leases.next_deadline()
 
     def expire_timeouts(self, now: float) -> float | None:
         for job in self.timeouts.due(now):
             if job.state == states.ACTIVE:
                 self.lose_attempt(job, TIMED_OUT, now, errors.JOB_TIMEOUT_EXCEEDED)
+                if self.events.notices:
+                    self.events.notify(
+                        eventnames.JOB_TIMEOUT, {"jobId": job.id, "queue": job.queue, "timeout": job.timeout})
         return self.timeouts.deadlines.peek_time()
 
     def expire_stalls(self, now: float) -> float | None:

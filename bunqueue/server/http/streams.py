@@ -11,7 +11,6 @@ after `Subscribe`, the named events only.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import uuid
 from collections import deque
@@ -20,7 +19,10 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from bunqueue import errors
+from bunqueue.broker.components import eventnames
 from bunqueue.commands.queries import job_counts
+from bunqueue.monitoring.streamsnapshots import health_snapshot, stats_snapshot, storage_snapshot
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
@@ -39,15 +41,8 @@ STREAM_NAMES = {"pulled": "active"}
 EVENT_FIELDS = ("error", "progress", "prev", "delay")
 # Of those, the ones a subscribed socket gets only when set (not empty), as the original tests them.
 SET_FIELDS = ("error", "prev")
-SUBSCRIBABLE = (
-    "job:pushed", "job:active", "job:completed", "job:failed", "job:progress", "job:stalled", "job:removed",
-    "job:promoted", "job:discarded", "job:delayed", "job:duplicated", "job:retried", "job:waiting-children",
-    "job:paused", "job:resumed",
-    "queue:created", "queue:paused", "queue:resumed", "queue:drained", "queue:obliterated", "queue:removed",
-    "queue:counts", "client:connected", "client:disconnected", "worker:connected", "worker:disconnected",
-    "cron:created", "cron:deleted", "webhook:added", "webhook:removed", "webhook:enabled", "webhook:disabled",
-    "stats:snapshot", "health:status", "storage:status", "memory:compacted",
-)
+# The periodic events and their periods in seconds, as the original sends them to every open stream.
+PERIODIC_S = ((eventnames.STATS_SNAPSHOT, 5.0), (eventnames.HEALTH_STATUS, 10.0), (eventnames.STORAGE_STATUS, 30.0))
 
 
 def stream_name(event: Event) -> str:
@@ -93,7 +88,8 @@ class WsClient:
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
         self.queue = queue
-        self.subscribed: list[str] | None = None
+        # The names and patterns Subscribe added, in order (a dict as an ordered set), or None before any.
+        self.subscribed: dict[str, None] | None = None
 
     def deliver(self, replies: list[dict[str, Any]]) -> None:
         for reply in replies:
@@ -107,8 +103,7 @@ class WsClient:
         self.tasks.discard(task)
 
     def wants(self, name: str) -> bool:
-        assert self.subscribed is not None
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.subscribed)
+        return self.subscribed is not None and eventnames.matches(name, self.subscribed)
 
 
 class EventFeed:
@@ -123,6 +118,8 @@ class EventFeed:
         # Queues whose job events since the last `queue:counts` round want a snapshot, in order of change.
         self.counts_due: dict[str, None] = {}
         self.counts_timer: asyncio.TimerHandle | None = None
+        # The periodic events' timers, running only while a stream or socket is open.
+        self.periodic: dict[str, asyncio.TimerHandle] = {}
 
     @property
     def listening(self) -> bool:
@@ -133,11 +130,14 @@ class EventFeed:
         if self.job_event not in self.hub.taps:
             self.hub.add_tap(self.job_event)
             self.hub.notices.append(self.system_event)
+            for name, period in PERIODIC_S:
+                self.schedule_periodic(name, period)
 
     def left(self) -> None:
         if not self.listening and self.job_event in self.hub.taps:
             self.hub.remove_tap(self.job_event)
             self.hub.notices.remove(self.system_event)
+            self.stop_periodic()
 
     # -- events in ---------------------------------------------------------------------------------
 
@@ -177,15 +177,46 @@ class EventFeed:
                 data[name] = counts.get(name, 0)
             self.system_event("queue:counts", data)
 
+    def schedule_periodic(self, name: str, period: float) -> None:
+        self.periodic[name] = asyncio.get_running_loop().call_later(period, self.send_periodic, name, period)
+
+    def stop_periodic(self) -> None:
+        for handle in self.periodic.values():
+            handle.cancel()
+        self.periodic.clear()
+
+    def send_periodic(self, name: str, period: float) -> None:
+        """One periodic event, built only if an open stream or a subscribed socket takes it; each kind of
+        client is told its own connection count in ``health:status``, as the original's two handlers do."""
+        self.schedule_periodic(name, period)
+        sockets = any(socket.wants(name) for socket in self.sockets)
+        if not (self.streams or sockets):
+            return
+        broker = self.runner.broker
+        if name == eventnames.HEALTH_STATUS:
+            if self.streams:
+                self.send_streams(name, health_snapshot(broker, "sse", len(self.streams)))
+            if sockets:
+                self.send_sockets(name, health_snapshot(broker, "ws", len(self.sockets)))
+            return
+        data = stats_snapshot(broker) if name == eventnames.STATS_SNAPSHOT else storage_snapshot(broker)
+        self.system_event(name, data)
+
     def system_event(self, name: str, data: Event) -> None:
         """Called by the event hub for every system event (only while a stream or socket is open)."""
         if self.streams:
-            self.next_id += 1
-            message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(data)}\n\n"
-            for client in self.streams:
-                self.write(client, message)
+            self.send_streams(name, data)
+        self.send_sockets(name, data)
+
+    def send_streams(self, name: str, data: Event) -> None:
+        self.next_id += 1
+        message = f"id: {self.next_id}\nevent: {name}\ndata: {dumps(data)}\n\n"
+        for client in self.streams:
+            self.write(client, message)
+
+    def send_sockets(self, name: str, data: Event) -> None:
         for socket in self.sockets:
-            if socket.subscribed is not None and socket.wants(name):
+            if socket.wants(name):
                 socket.send({"event": name, "ts": self.hub.clock(), "data": data})
 
     def write(self, client: SseClient, message: str) -> None:
@@ -278,21 +309,26 @@ class EventFeed:
         reply: dict[str, Any]
         if request["cmd"] == "Subscribe":
             if not isinstance(events, list) or not events:
-                reply = {"ok": False, "error": "events must be a non-empty array"}
+                reply = {"ok": False, "error": errors.EVENTS_NOT_EMPTY_ARRAY}
             else:
-                unknown = [e for e in events if not isinstance(e, str) or not (
-                    e == "*" or any(fnmatch.fnmatchcase(n, e) for n in SUBSCRIBABLE))]
+                # Only the original's fixed names and patterns, compared exactly (not as wildcards).
+                unknown = [e for e in events if type(e) is not str or e not in eventnames.SUBSCRIBABLE]
                 if unknown:
-                    reply = {"ok": False, "error": f"Invalid: {', '.join(map(str, unknown))}"}
+                    reply = {"ok": False, "error": errors.invalid_subscriptions(unknown)}
                 else:
-                    current = client.subscribed or []
-                    client.subscribed = current + [e for e in events if e not in current]
-                    reply = {"ok": True, "subscribed": client.subscribed}
+                    if client.subscribed is None:
+                        client.subscribed = {}
+                    client.subscribed.update(dict.fromkeys(events))
+                    reply = {"ok": True, "subscribed": list(client.subscribed)}
         else:
             if client.subscribed is not None:
-                drop = set(events) if isinstance(events, list) and events else None
-                client.subscribed = [e for e in client.subscribed if drop is not None and e not in drop]
-            reply = {"ok": True, "subscribed": client.subscribed or []}
+                if isinstance(events, list) and events:
+                    for event in events:
+                        if isinstance(event, str):
+                            client.subscribed.pop(event, None)
+                else:
+                    client.subscribed.clear()
+            reply = {"ok": True, "subscribed": list(client.subscribed or ())}
         if "reqId" in request:
             reply["reqId"] = request["reqId"]
         return reply
@@ -301,6 +337,7 @@ class EventFeed:
         if self.counts_timer is not None:
             self.counts_timer.cancel()
             self.counts_timer = None
+        self.stop_periodic()
         for socket in list(self.sockets):
             await socket.socket.close()
         for client in list(self.streams):
