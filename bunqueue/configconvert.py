@@ -24,6 +24,7 @@ _TOKEN = re.compile(
       |(?P<number>-?(?:0[xX][0-9a-fA-F_]+|(?:\d[\d_]*)?\.?\d[\d_]*(?:[eE][+-]?\d+)?))
       |(?P<name>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)
       |(?P<punct>\?\?|[{}\[\]():,!?])
+      |(?P<other>.)
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -67,9 +68,8 @@ class _Parser:
     def _read(self) -> _Token | None:
         while self.pos < len(self.source):
             match = _TOKEN.match(self.source, self.pos)
+            assert match is not None  # `other` takes any character
             line = self.source.count("\n", 0, self.pos) + 1
-            if match is None:
-                raise ConvertError(f"line {line}: cannot read {self.source[self.pos:self.pos + 20]!r}")
             self.pos = match.end()
             if match.lastgroup != "space":
                 return _Token(match.lastgroup or "", match.group(), line)
