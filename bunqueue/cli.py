@@ -1,5 +1,6 @@
-"""``bunqueue start`` and the client commands. Server flags mirror the environment variables of the Bun
-original; every other command (``bunqueue push emails '{"to": "x"}'``) goes to :mod:`bunqueue.remote`."""
+"""``bunqueue start``, ``bunqueue config convert`` and the client commands. Server flags mirror the
+environment variables of the Bun original and its config file's keys; every other command
+(``bunqueue push emails '{"to": "x"}'``) goes to :mod:`bunqueue.remote`."""
 from __future__ import annotations
 
 import argparse
@@ -10,9 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from bunqueue import __version__
+from bunqueue import __version__, configfile
 from bunqueue.config import OPTIONS, Settings
 
+LOCAL_COMMANDS = ("start", "config")
+POSTGRES_UNAVAILABLE = (
+    "PostgreSQL storage is selected (BUNQUEUE_POSTGRES_URL, storage.url or driver postgres), but this server "
+    "has no PostgreSQL store yet: unset it, or give a data path to use SQLite"
+)
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
 
@@ -52,9 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     start = commands.add_parser(
         "start",
         help="start the server",
-        description="Start the server. Every setting can also come from its environment variable.",
+        description="Start the server. Flags win over the config file, which wins over the environment.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_env_table(),
+    )
+    start.add_argument(
+        "-c", "--config", metavar="FILE", default=None,
+        help="TOML or JSON config file with the original's sections and keys (default: bunqueue.config.toml "
+             "or bunqueue.config.json in the working directory)",
     )
     for opt in OPTIONS:
         if opt.flag is None:
@@ -65,6 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
             opt.flag, dest=opt.field, default=None, metavar=opt.field.upper(),
             help=f"{opt.help} (default: {default}; env: {env})",
         )
+    config = commands.add_parser("config", help="config file tools")
+    tools = config.add_subparsers(dest="tool", metavar="TOOL", required=True)
+    convert = tools.add_parser(
+        "convert", help="write the TOML equivalent of a bunqueue.config.ts/js/mjs",
+        description="Translate the defineConfig({...}) literal of the original's config file to TOML; "
+                    "process.env.X and Bun.env.X become \"${X}\" references.",
+    )
+    convert.add_argument("file", metavar="FILE")
+    convert.add_argument("-o", "--output", metavar="OUT", help="write to OUT (refused if it exists) "
+                                                                  "instead of standard output")
     return parser
 
 
@@ -113,7 +134,13 @@ def _client_command(argv: Sequence[str]) -> bool:
         words = parse_global(argv, env={}).words
     except UsageError:
         return True  # a client option gone wrong: let the client say what
-    return bool(words) and words[0] != "start" and not words[0].startswith("-")
+    return bool(words) and words[0] not in LOCAL_COMMANDS and not words[0].startswith("-")
+
+
+def _refuse(message: str) -> int:
+    """A start that cannot go ahead: one line on stderr, exit status 1."""
+    print(f"bunqueue: error: {message}", file=sys.stderr)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,21 +148,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bunqueue.remote.run import main as client_main
 
         return client_main(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not words or words[0] not in (*LOCAL_COMMANDS, "--version", "-h", "--help"):
+        # `bunqueue` alone, or followed by server flags, starts the server, as the original does.
+        words = ["start", *words]
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        # `bunqueue` alone starts the server, as the original does.
-        args = parser.parse_args(["start", *(argv or sys.argv[1:])])
-    flags = {k: v for k, v in vars(args).items() if k != "command" and v is not None}
+    args = parser.parse_args(words)
+    if args.command == "config":
+        from bunqueue.configconvert import convert_command
+
+        return convert_command(args.file, args.output)
+    fields = {opt.field for opt in OPTIONS}
+    flags = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     try:
-        settings = Settings.load(flags)
-    except ValueError as exc:
-        parser.error(str(exc))
+        path = configfile.discover(args.config)
+        file = configfile.implied_driver(configfile.load(path) if path else {}, flags)
+    except configfile.ConfigFileError as exc:
+        return _refuse(str(exc))
     try:
+        settings = Settings.load(flags, file=file)
         _ = settings.storage, settings.tls_files
     except ValueError as exc:
         parser.error(str(exc))
+    if settings.storage == "postgres":
+        return _refuse(POSTGRES_UNAVAILABLE)
     configure_logging(settings)
+    if path is not None:
+        logging.getLogger("bunqueue").info("settings from %s", path)
     from bunqueue.server.tls import TlsConfigError
     from bunqueue.storage.schema import StorageError
 

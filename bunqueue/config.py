@@ -1,6 +1,7 @@
 """Server settings: one frozen object; each field names its flag, its env vars and its default.
 
-Precedence is the reference's: command-line flag, then environment, then default.
+Precedence is the reference's: command-line flag, then config file (:mod:`bunqueue.configfile`), then
+environment, then default.
 """
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ OPTIONS: tuple[Option, ...] = (
         ("BUNQUEUE_STORAGE_DRIVER",),
         None,
         str,
-        "memory | sqlite (unset: sqlite with a data path, else memory)",
+        "memory | sqlite | postgres (unset: postgres with a URL, sqlite with a data path, else memory)",
     ),
+    Option("postgres_url", ("BUNQUEUE_POSTGRES_URL",), None, str, "PostgreSQL URL: selects the postgres store"),
     Option(
         "sqlite_synchronous",
         ("BUNQUEUE_SQLITE_SYNCHRONOUS",),
@@ -122,6 +124,7 @@ class Settings:
     http_port: int = _default("http_port")
     data_path: str | None = _default("data_path")
     storage_driver: str | None = _default("storage_driver")
+    postgres_url: str | None = _default("postgres_url")
     sqlite_synchronous: str = _default("sqlite_synchronous")
     auth_tokens: str = _default("auth_tokens")
     tls_cert: str | None = _default("tls_cert")
@@ -147,10 +150,11 @@ class Settings:
 
     @property
     def storage(self) -> str:
-        """The storage backend in use: "memory" or "sqlite"."""
-        driver = (self.storage_driver or ("sqlite" if self.data_path else "memory")).lower()
-        if driver not in ("memory", "sqlite"):
-            raise ValueError(f"BUNQUEUE_STORAGE_DRIVER must be memory or sqlite, got {self.storage_driver!r}")
+        """The storage backend selected: "memory", "sqlite" or "postgres"."""
+        implied = "postgres" if self.postgres_url else "sqlite" if self.data_path else "memory"
+        driver = (self.storage_driver or implied).lower()
+        if driver not in ("memory", "sqlite", "postgres"):
+            raise ValueError(f"BUNQUEUE_STORAGE_DRIVER must be memory, sqlite or postgres, got {self.storage_driver!r}")
         if driver == "sqlite" and not self.data_path:
             raise ValueError("BUNQUEUE_STORAGE_DRIVER=sqlite needs a data path (--data-path or BUNQUEUE_DATA_PATH)")
         if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL"):
@@ -183,14 +187,23 @@ class Settings:
         return frozenset(t.strip() for t in self.auth_tokens.split(",") if t.strip())
 
     @classmethod
-    def load(cls, flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
-        """Flags win over the environment, which wins over the defaults."""
+    def load(
+        cls,
+        flags: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        file: Mapping[str, tuple[Any, str]] | None = None,
+    ) -> Settings:
+        """Flags win over the config file (values by field, each with where it was set), which wins over
+        the environment, which wins over the defaults."""
         env = os.environ if env is None else env
         flags = flags or {}
+        file = file or {}
         values: dict[str, Any] = {}
         for opt in OPTIONS:
             raw = flags.get(opt.field)
             source = opt.flag or opt.env[0]
+            if raw is None and opt.field in file:
+                raw, source = file[opt.field]
             if raw is None:
                 for name in opt.env:
                     if env.get(name):

@@ -21,7 +21,12 @@ class ServerProcess:
     """``python -m bunqueue start`` on loopback, stopped with SIGTERM."""
 
     def __init__(
-        self, env: Mapping[str, str] | None = None, args: list[str] | None = None, output: IO[bytes] | None = None
+        self,
+        env: Mapping[str, str] | None = None,
+        args: list[str] | None = None,
+        output: IO[bytes] | None = None,
+        cwd: str | None = None,
+        port_flags: bool = True,
     ) -> None:
         self.port = free_port()
         self.http_port = free_port()
@@ -31,18 +36,19 @@ class ServerProcess:
         # A long run writes its output to a file: a pipe nobody reads would stall the server once full.
         self.output = output
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cwd = cwd
+        # Without the flags the ports (``port``, ``http_port``) must come from the config file or environment.
+        self.port_flags = port_flags
 
     @property
     def addr(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
-        cmd = [
-            sys.executable, "-m", "bunqueue", "start", "--host", "127.0.0.1",
-            "--tcp-port", str(self.port), "--http-port", str(self.http_port), *self.args,
-        ]
+        ports = ["--host", "127.0.0.1", "--tcp-port", str(self.port), "--http-port", str(self.http_port)]
+        cmd = [sys.executable, "-m", "bunqueue", "start", *(ports if self.port_flags else []), *self.args]
         out = subprocess.PIPE if self.output is None else self.output
-        self.proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=out)
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=out, cwd=self.cwd)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

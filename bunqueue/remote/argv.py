@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 6789
-HOST_ENV = ("BUNQUEUE_HOST", "BQ_HOST", "HOST")
-PORT_ENV = ("BUNQUEUE_TCP_PORT", "BQ_TCP_PORT", "TCP_PORT")
+# The original's order: the server's own HOST and TCP_PORT come first, so a client started next to the
+# server finds it.
+HOST_ENV = ("HOST", "BUNQUEUE_HOST", "BQ_HOST")
+PORT_ENV = ("TCP_PORT", "BUNQUEUE_TCP_PORT", "BQ_TCP_PORT")
 TOKEN_ENV = ("BQ_TOKEN", "BUNQUEUE_TOKEN")
 
 

@@ -159,8 +159,8 @@ def help_text() -> str:
                 lines.append(f"  {(' '.join(key) + ' ' + sub.usage).strip():<{width}}  {sub.summary}")
     lines += [f"  {name:<{width}}  {summary}" for name, summary in LOCAL_COMMANDS.items()]
     lines += ["", "global options (before or after the command's own):",
-              "  -H, --host HOST      server host (env BUNQUEUE_HOST, BQ_HOST, HOST; default localhost)",
-              "  -p, --port PORT      TCP port (env BUNQUEUE_TCP_PORT, BQ_TCP_PORT, TCP_PORT; default 6789)",
+              "  -H, --host HOST      server host (env HOST, BUNQUEUE_HOST, BQ_HOST; default localhost)",
+              "  -p, --port PORT      TCP port (env TCP_PORT, BUNQUEUE_TCP_PORT, BQ_TCP_PORT; default 6789)",
               "  -t, --token TOKEN    auth token (env BQ_TOKEN, BUNQUEUE_TOKEN); after pull and job wait,",
               "                       -t is their --timeout: use --token there",
               "  --tls, --tls-ca FILE, --tls-no-verify   connect with TLS",

@@ -39,14 +39,19 @@ def tune_collector() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def _open_store(settings: Settings) -> Store:
+    """The store the settings select; one this build lacks is an error, never a silent memory store."""
+    if settings.storage == "sqlite" and settings.data_path:
+        return SQLiteStore(settings.data_path, settings.sqlite_synchronous)
+    if settings.storage == "memory":
+        return MemoryStore()
+    raise ValueError(f"no {settings.storage} store in this build")
+
+
 class BrokerServer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.store: Store = (
-            SQLiteStore(settings.data_path, settings.sqlite_synchronous)
-            if settings.storage == "sqlite" and settings.data_path
-            else MemoryStore()
-        )
+        self.store = _open_store(settings)
         self.broker = Broker(max_completed_jobs=settings.max_completed_jobs, store=self.store)
         self.broker.workers.timeout_ms = settings.worker_timeout_ms
         self.broker.counters.max_prometheus_queues = settings.metrics_max_queues
