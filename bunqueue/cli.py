@@ -65,6 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
             opt.flag, dest=opt.field, default=None, metavar=opt.field.upper(),
             help=f"{opt.help} (default: {default}; env: {env})",
         )
+    migrate = commands.add_parser(
+        "migrate",
+        help="convert a data file of the Bun server",
+        description="Convert a SQLite data file written by the Bun server (2.x) into this server's format."
+        " The same file as --from and --to converts it in place, keeping the original as"
+        " FILE.bun-<version>.bak (as a start on that file does).",
+    )
+    migrate.add_argument("--from", dest="source", required=True, metavar="FILE", help="the Bun server's data file")
+    migrate.add_argument("--to", dest="target", required=True, metavar="FILE", help="the file to write")
+    migrate.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
 
 
@@ -113,7 +123,7 @@ def _client_command(argv: Sequence[str]) -> bool:
         words = parse_global(argv, env={}).words
     except UsageError:
         return True  # a client option gone wrong: let the client say what
-    return bool(words) and words[0] != "start" and not words[0].startswith("-")
+    return bool(words) and words[0] not in ("start", "migrate") and not words[0].startswith("-")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return client_main(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "migrate":
+        from bunqueue.migrate import run
+
+        return run(args.source, args.target, args.json)
     if args.command is None:
         # `bunqueue` alone starts the server, as the original does.
         args = parser.parse_args(["start", *(argv or sys.argv[1:])])
