@@ -14,7 +14,7 @@ from typing import Any
 from bunqueue import __version__, configfile
 from bunqueue.config import OPTIONS, Settings
 
-LOCAL_COMMANDS = ("start", "config")
+LOCAL_COMMANDS = ("start", "config", "migrate")
 POSTGRES_UNAVAILABLE = (
     "PostgreSQL storage is selected (BUNQUEUE_POSTGRES_URL, storage.url or driver postgres), but this server "
     "has no PostgreSQL store yet: unset it, or give a data path to use SQLite"
@@ -86,6 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("file", metavar="FILE")
     convert.add_argument("-o", "--output", metavar="OUT", help="write to OUT (refused if it exists) "
                                                                   "instead of standard output")
+    migrate = commands.add_parser(
+        "migrate",
+        help="convert a data file of the Bun server",
+        description="Convert a SQLite data file written by the Bun server (2.x) into this server's format."
+        " The same file as --from and --to converts it in place, keeping the original as"
+        " FILE.bun-<version>.bak (as a start on that file does).",
+    )
+    migrate.add_argument("--from", dest="source", required=True, metavar="FILE", help="the Bun server's data file")
+    migrate.add_argument("--to", dest="target", required=True, metavar="FILE", help="the file to write")
+    migrate.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
 
 
@@ -154,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         words = ["start", *words]
     parser = build_parser()
     args = parser.parse_args(words)
+    if args.command == "migrate":
+        from bunqueue.migrate import run
+
+        return run(args.source, args.target, args.json)
     if args.command == "config":
         from bunqueue.configconvert import convert_command
 

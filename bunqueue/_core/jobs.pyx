@@ -49,6 +49,10 @@ class _NoData:
 NO_DATA = _NoData()
 
 
+cdef inline double _double_or_nan(object value):
+    return NAN if value is None else <double>value
+
+
 cdef inline object _nullable(double value):
     return None if isnan(value) else wire_number(value)
 
@@ -107,6 +111,65 @@ cdef class Job:
         out["debounceTtl"] = self.debounce_ttl
         out["timeline"] = self.timeline
         return out
+
+    @staticmethod
+    def from_wire(dict wire, unsigned long long seq, int state):
+        """A job rebuilt from its wire form (what ``to_dict()`` gives, and what the Bun original stores of
+        a job), with the bookkeeping the wire form does not carry: admission order and home."""
+        cdef Job job = Job.__new__(Job)
+        job.id = wire["id"]
+        job.queue = wire["queue"]
+        job.name = wire["name"]
+        job.data = wire.get("data", NO_DATA)
+        job.created_at = wire["createdAt"]
+        job.run_at = wire["runAt"]
+        job.started_at = _double_or_nan(wire.get("startedAt"))
+        job.completed_at = _double_or_nan(wire.get("completedAt"))
+        job.attempts = wire.get("attempts", 0)
+        job.backoff = wire.get("backoff", DEFAULT_BACKOFF)
+        job.backoff_config = wire.get("backoffConfig")
+        job.depends_on = list(wire.get("dependsOn") or _EMPTY) or _EMPTY
+        job.children_ids = list(wire.get("childrenIds") or _EMPTY) or _EMPTY
+        job.children_completed = wire.get("childrenCompleted", 0)
+        job.tags = list(wire.get("tags") or _EMPTY) or _EMPTY
+        job.progress = wire.get("progress", 0)
+        job.progress_message = wire.get("progressMessage")
+        job.stacktrace = wire.get("stacktrace")
+        job.repeat = wire.get("repeat")
+        job.durable = wire.get("durable", False)
+        job.last_heartbeat = wire.get("lastHeartbeat", job.created_at)
+        job.stall_count = wire.get("stallCount", 0)
+        job.priority = wire.get("priority", 0)
+        job.lifo = wire.get("lifo", False)
+        job.max_attempts = wire.get("maxAttempts", DEFAULT_MAX_ATTEMPTS)
+        job.remove_on_complete = wire.get("removeOnComplete", False)
+        job.remove_on_fail = wire.get("removeOnFail", False)
+        job.ttl = wire.get("ttl")
+        job.timeout = wire.get("timeout")
+        job.unique_key = wire.get("uniqueKey")
+        job.custom_id = wire.get("customId")
+        job.parent_id = wire.get("parentId")
+        job.group_id = wire.get("groupId")
+        job.stall_timeout = wire.get("stallTimeout")
+        job.stack_trace_limit = wire.get("stackTraceLimit", DEFAULT_STACK_TRACE_LIMIT)
+        job.keep_logs = wire.get("keepLogs")
+        job.size_limit = wire.get("sizeLimit")
+        job.fail_parent_on_failure = wire.get("failParentOnFailure", False)
+        job.remove_dependency_on_failure = wire.get("removeDependencyOnFailure", False)
+        job.continue_parent_on_failure = wire.get("continueParentOnFailure", False)
+        job.ignore_dependency_on_failure = wire.get("ignoreDependencyOnFailure", False)
+        job.deduplication_ttl = wire.get("deduplicationTtl")
+        job.deduplication_extend = wire.get("deduplicationExtend", False)
+        job.deduplication_replace = wire.get("deduplicationReplace", False)
+        job.debounce_id = wire.get("debounceId")
+        job.debounce_ttl = wire.get("debounceTtl")
+        job.timeline = list(wire.get("timeline") or _EMPTY)[-TIMELINE_CAP:]
+        job.seq = seq
+        job.state = state
+        job.pending_deps = None
+        job.group_max_size = None
+        job.holder = None
+        return job
 
     def __repr__(self):
         return f"<Job {self.id} queue={self.queue} state={self.state}>"

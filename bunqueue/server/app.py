@@ -19,6 +19,7 @@ from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
 from bunqueue.server.tls import server_context
 from bunqueue.storage import MemoryStore, Store
+from bunqueue.storage.bunimport import open_for_start
 from bunqueue.storage.sqlite import SQLiteStore
 from bunqueue.webhooks.delivery import DRAIN_LIMIT_MS, WebhookDelivery
 
@@ -110,6 +111,9 @@ class BrokerServer:
     def recover(self, loop: asyncio.AbstractEventLoop) -> None:
         """Read what the store kept and put every job back before the port opens."""
         started = time.perf_counter()
+        if isinstance(self.store, SQLiteStore):
+            # Before the store creates its tables: a file of the Bun original is converted first.
+            open_for_start(self.store.path)
         snapshot = self.store.open(states.COMPLETED, self.settings.max_completed_jobs)
         self.store.start(loop)
         if snapshot is None:
