@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bunqueue import __version__
-from bunqueue.config import OPTIONS, Settings
+from bunqueue.config import OPTIONS, Settings, startup_error
 
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
@@ -85,7 +85,6 @@ def _env_table() -> str:
 
 async def _serve(settings: Settings) -> None:
     from bunqueue.server.app import BrokerServer
-
     server = BrokerServer(settings)
     await server.start()
     host, port = server.tcp_address
@@ -136,11 +135,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     configure_logging(settings)
+    problem = startup_error(settings)
+    if problem is not None:
+        logging.getLogger("bunqueue").error("%s", problem)
+        return 1
     from bunqueue.server.tls import TlsConfigError
+    from bunqueue.storage.postgres.errors import StartupFailed
     from bunqueue.storage.schema import StorageError
 
     try:
         _run(settings)
+    except StartupFailed as exc:
+        logging.getLogger("bunqueue").error("%s", exc)
+        return 1
     except StorageError as exc:
         logging.getLogger("bunqueue").error("cannot open the data file: %s", exc)
         return 1
