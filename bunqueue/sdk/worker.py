@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 from bunqueue.asyncio import worker as aio
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
-from bunqueue.sdk.sharedconnection import Connection
 from bunqueue.sdk.job import Job
+from bunqueue.sdk.sharedconnection import Connection
 from bunqueue.sdk.telemetry import TelemetryHandler
 
 Processor = Callable[[Job], Any]
