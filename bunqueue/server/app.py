@@ -103,8 +103,8 @@ class BrokerServer:
 
     async def refuse_postgres(self) -> None:
         """The PostgreSQL mode's checks (server reachable, schema migrated), then the stop until its engine lands."""
-        from bunqueue.storage.postgres.connection import PostgresConfig
         from bunqueue.storage.postgres.errors import ENGINE_UNAVAILABLE, StartupFailed
+        from bunqueue.storage.postgres.pool import PostgresConfig
         from bunqueue.storage.postgres.startup import prepare_database
 
         await prepare_database(PostgresConfig.from_settings(self.settings))

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from bunqueue.broker import states
-from bunqueue.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, current_version, migrate
+from bunqueue.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, current_version, migrate
 
 TABLES = {
     "bunqueue_schema_version", "bunqueue_broker_sessions", "bunqueue_jobs", "bunqueue_job_dependencies",

@@ -1,6 +1,6 @@
 """PostgreSQL storage: several brokers on one database, PostgreSQL the authority, each broker's memory a cache.
 
-What is here: the settings and connections (``connection``), the schema and its migrations (``schema``), the
+What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
 broker sessions that fence leases (``sessions``) and the start-up checks (``startup``, ``errors``). What
 follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built to.
 

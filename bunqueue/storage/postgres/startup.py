@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import asyncpg
 
-from bunqueue.storage.postgres.connection import PostgresConfig, connect, reason
 from bunqueue.storage.postgres.errors import storage_failed
-from bunqueue.storage.postgres.schema import SchemaTooNew, migrate
+from bunqueue.storage.postgres.migrations import SchemaTooNew, migrate
+from bunqueue.storage.postgres.pool import PostgresConfig, connect, reason
 
 
 async def prepare_database(config: PostgresConfig) -> int:
