@@ -3,25 +3,69 @@ heartbeat, and fencing tokens that only grow."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import pytest
 
+from bunqueue.config import Settings
 from bunqueue.storage.postgres.migrations import migrate
+from bunqueue.storage.postgres.pool import PostgresConfig, create_pool
 from bunqueue.storage.postgres.sessions import BrokerIdInUse, BrokerSession, list_sessions, remove_expired
 
 NS = "ns-a"
 
 
+def _config(url: str, **settings: Any) -> PostgresConfig:
+    return PostgresConfig.from_settings(Settings(postgres_url=url, broker_id="b1", **settings))
+
+
 @pytest.fixture
 async def pool(postgres_url: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(postgres_url, min_size=1, max_size=4)
-    assert pool is not None
+    pool = await create_pool(_config(postgres_url))
     async with pool.acquire() as conn:
         await migrate(conn)
     yield pool
     await pool.close()
+
+
+async def test_every_pool_connection_carries_the_brokers_timeouts_and_name(postgres_url: str) -> None:
+    config = _config(
+        postgres_url, postgres_pool_size=3, postgres_statement_timeout_ms=2500, postgres_lock_timeout_ms=700,
+        postgres_idle_transaction_timeout_ms=4000,
+    )
+    pool = await create_pool(config)
+    try:
+        conns = [await pool.acquire() for _ in range(3)]
+        for conn in conns:
+            shown = [await conn.fetchval(f"SHOW {name}") for name in (
+                "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "application_name",
+            )]
+            assert shown == ["2500ms", "700ms", "4s", "bunqueue:b1"]
+        # The pool holds pool_size connections and no more.
+        with pytest.raises(TimeoutError):
+            await pool.acquire(timeout=0.2)
+        for conn in conns:
+            await pool.release(conn)
+        # A statement past its timeout fails instead of hanging the broker.
+        with pytest.raises(asyncpg.QueryCanceledError):
+            await pool.execute("SELECT pg_sleep(5)")
+    finally:
+        await pool.close()
+
+
+def test_the_originals_floors_and_defaults_apply() -> None:
+    config = PostgresConfig.from_settings(Settings(
+        postgres_url="postgres://h/db", postgres_namespace="  ", postgres_pool_size=1,
+        postgres_lease_duration_ms=10, postgres_poll_interval_ms=1,
+    ))
+    assert (config.namespace, config.pool_size, config.lease_duration_ms, config.poll_interval_ms) == (
+        "default", 2, 1000, 25,
+    )
+    host, pid, tail = config.broker_id.split(":")
+    assert pid == str(os.getpid()) and len(tail) == 12
 
 
 async def _expires_at(pool: asyncpg.Pool, broker_id: str) -> int:
@@ -106,8 +150,7 @@ async def test_a_live_broker_id_is_refused_and_an_expired_one_taken_over_with_a_
 
 
 async def test_an_unreachable_database_ends_the_session_at_its_local_deadline(postgres_url: str) -> None:
-    pool = await asyncpg.create_pool(postgres_url, min_size=1, max_size=2)
-    assert pool is not None
+    pool = await create_pool(_config(postgres_url))
     async with pool.acquire() as conn:
         await migrate(conn)
     reasons: list[str] = []
@@ -118,4 +161,24 @@ async def test_an_unreachable_database_ends_the_session_at_its_local_deadline(po
     await asyncio.wait_for(session.lost.wait(), timeout=3)
     assert not session.valid
     assert reasons and reasons[0].startswith("no heartbeat confirmed within the lease")
+    await session.close()
+
+
+async def test_a_renewal_stuck_in_the_database_ends_the_session_at_its_local_deadline(
+    pool: asyncpg.Pool, postgres_url: str
+) -> None:
+    reasons: list[str] = []
+    session = BrokerSession(pool, NS, "b1", lease_ms=1000, heartbeat_ms=100, on_lost=reasons.append)
+    await session.register()
+    blocker = await asyncpg.connect(postgres_url)
+    try:
+        async with blocker.transaction():
+            # Holding the row's lock makes every renewal wait (the lock timeout is 5 s, past the lease).
+            await blocker.execute("SELECT 1 FROM bunqueue_broker_sessions WHERE broker_id = 'b1' FOR UPDATE")
+            session.start()
+            await asyncio.wait_for(session.lost.wait(), timeout=3)
+            assert not session.valid
+            assert reasons and reasons[0].startswith("no heartbeat confirmed within the lease")
+    finally:
+        await blocker.close()
     await session.close()

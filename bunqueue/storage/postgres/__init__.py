@@ -8,8 +8,8 @@ Batching: one statement per kind of write, shared by concurrent requests
     Each hot command kind (push, claim, ack, fail, extend-lock) has a collector. A request appends its
     arguments and awaits a future; when the collector is idle it flushes at once, otherwise the next flush
     takes everything that arrived while the previous one ran (group commit: no timer, the database's own
-    latency sets the batch size). A flush is one prepared statement over arrays, so 1 or 5,000 requests cost
-    one round trip and one commit:
+    latency sets the batch size). A flush is one prepared statement over arrays (asyncpg prepares and caches
+    each statement per connection), so 1 or 5,000 requests cost one round trip and one commit:
 
     - push: ``INSERT INTO bunqueue_jobs (...) SELECT * FROM unnest($1::text[], $2::text[], ...)
       ON CONFLICT DO NOTHING RETURNING id``; dedup and unique keys are answered from what came back (a row
@@ -34,8 +34,9 @@ Batching: one statement per kind of write, shared by concurrent requests
 
 Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
-    ``pg_notify('bunqueue_<namespace>', queue)`` once per queue touched; PostgreSQL delivers it only after
-    the commit and folds duplicates within a transaction. Each broker LISTENs on one dedicated connection
+    ``pg_notify('bunqueue', <namespace, queue>)`` once per queue touched (one channel: a namespace is any
+    text, a channel name an identifier); PostgreSQL delivers it only after the commit and folds duplicates
+    within a transaction. Each broker LISTENs on one dedicated connection, drops other namespaces' payloads
     and wakes its long-polling pullers for that queue. Notifications can be lost with that connection, so
     every broker also polls each queue it has waiters on every ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``.
     Job events (the events stream, QueueEvents, webhooks) travel the same way: the committing broker sends

@@ -144,7 +144,8 @@ class BrokerSession:
         while not self.lost.is_set():
             await asyncio.sleep(self.heartbeat_ms / 1000)
             try:
-                await self.heartbeat()
+                # A database that stops answering must not hold the renewal past the deadline it guards.
+                await asyncio.wait_for(self.heartbeat(), timeout=max(0.001, self._deadline - time.monotonic()))
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 # Unconfirmed: keep trying until the local deadline says the lease may be gone.
                 log.warning("broker session heartbeat failed: %s", exc)
