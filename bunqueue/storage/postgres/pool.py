@@ -103,10 +103,10 @@ async def create_pool(config: PostgresConfig) -> asyncpg.Pool:
 
 
 def reason(exc: BaseException) -> str:
-    """One line saying what went wrong (a refused connection lists every address it tried: keep the first)."""
+    """One line saying what went wrong: the system's words for a socket error, the server's for the rest."""
     if isinstance(exc, TimeoutError):
         return f"no answer within {CONNECT_TIMEOUT_S:g} s"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
-    return text
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
