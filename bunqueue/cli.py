@@ -12,13 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from bunqueue import __version__, configfile
-from bunqueue.config import OPTIONS, Settings
+from bunqueue.config import OPTIONS, Settings, startup_error
 
 LOCAL_COMMANDS = ("start", "config", "migrate")
-POSTGRES_UNAVAILABLE = (
-    "PostgreSQL storage is selected (BUNQUEUE_POSTGRES_URL, storage.url or driver postgres), but this server "
-    "has no PostgreSQL store yet: unset it, or give a data path to use SQLite"
-)
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
 
@@ -116,7 +112,6 @@ def _env_table() -> str:
 
 async def _serve(settings: Settings) -> None:
     from bunqueue.server.app import BrokerServer
-
     server = BrokerServer(settings)
     await server.start()
     host, port = server.tcp_address
@@ -184,16 +179,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         _ = settings.storage, settings.tls_files
     except ValueError as exc:
         parser.error(str(exc))
-    if settings.storage == "postgres":
-        return _refuse(POSTGRES_UNAVAILABLE)
     configure_logging(settings)
     if path is not None:
         logging.getLogger("bunqueue").info("settings from %s", path)
+    problem = startup_error(settings)
+    if problem is not None:
+        logging.getLogger("bunqueue").error("%s", problem)
+        return 1
     from bunqueue.server.tls import TlsConfigError
+    from bunqueue.storage.postgres.errors import StartupFailed
     from bunqueue.storage.schema import StorageError
 
     try:
         _run(settings)
+    except StartupFailed as exc:
+        logging.getLogger("bunqueue").error("%s", exc)
+        return 1
     except StorageError as exc:
         logging.getLogger("bunqueue").error("cannot open the data file: %s", exc)
         return 1

@@ -9,6 +9,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,13 +42,61 @@ OPTIONS: tuple[Option, ...] = (
         str,
         "memory | sqlite | postgres (unset: postgres with a URL, sqlite with a data path, else memory)",
     ),
-    Option("postgres_url", ("BUNQUEUE_POSTGRES_URL",), None, str, "PostgreSQL URL: selects the postgres store"),
     Option(
         "sqlite_synchronous",
         ("BUNQUEUE_SQLITE_SYNCHRONOUS",),
         "NORMAL",
         str,
         "SQLite sync level: NORMAL (survives a process crash) or FULL (also a power loss)",
+    ),
+    Option(
+        "postgres_url",
+        ("BUNQUEUE_POSTGRES_URL",),
+        None,
+        str,
+        "PostgreSQL URL (postgres://user:password@host:port/database); alone it selects the postgres driver",
+    ),
+    Option(
+        "postgres_namespace",
+        ("BUNQUEUE_POSTGRES_NAMESPACE",),
+        "default",
+        str,
+        "PostgreSQL namespace: brokers sharing one share every queue",
+    ),
+    Option(
+        "broker_id", ("BUNQUEUE_BROKER_ID",), None, str, "this broker's id in its namespace (unset: host:pid:random)"
+    ),
+    Option("postgres_pool_size", ("BUNQUEUE_POSTGRES_POOL_SIZE",), 4, int, "PostgreSQL connections per broker"),
+    Option(
+        "postgres_lease_duration_ms",
+        ("BUNQUEUE_POSTGRES_LEASE_DURATION_MS",),
+        30000,
+        int,
+        "broker session lease (ms): a broker unheard of this long loses its session",
+    ),
+    Option(
+        "postgres_poll_interval_ms",
+        ("BUNQUEUE_POSTGRES_POLL_INTERVAL_MS",),
+        250,
+        int,
+        "PostgreSQL poll for due work, the safety net under notifications (ms)",
+    ),
+    Option(
+        "postgres_statement_timeout_ms",
+        ("BUNQUEUE_POSTGRES_STATEMENT_TIMEOUT_MS",),
+        30000,
+        int,
+        "PostgreSQL statement_timeout (ms)",
+    ),
+    Option(
+        "postgres_lock_timeout_ms", ("BUNQUEUE_POSTGRES_LOCK_TIMEOUT_MS",), 5000, int, "PostgreSQL lock_timeout (ms)"
+    ),
+    Option(
+        "postgres_idle_transaction_timeout_ms",
+        ("BUNQUEUE_POSTGRES_IDLE_TRANSACTION_TIMEOUT_MS",),
+        30000,
+        int,
+        "PostgreSQL idle_in_transaction_session_timeout (ms)",
     ),
     Option("auth_tokens", ("AUTH_TOKENS",), "", str, "comma-separated auth tokens", "--auth-tokens"),
     Option("tls_cert", ("TLS_CERT_FILE",), None, str, "PEM certificate: TLS on the TCP and HTTP ports", "--tls-cert"),
@@ -124,8 +173,16 @@ class Settings:
     http_port: int = _default("http_port")
     data_path: str | None = _default("data_path")
     storage_driver: str | None = _default("storage_driver")
-    postgres_url: str | None = _default("postgres_url")
     sqlite_synchronous: str = _default("sqlite_synchronous")
+    postgres_url: str | None = _default("postgres_url")
+    postgres_namespace: str = _default("postgres_namespace")
+    broker_id: str | None = _default("broker_id")
+    postgres_pool_size: int = _default("postgres_pool_size")
+    postgres_lease_duration_ms: int = _default("postgres_lease_duration_ms")
+    postgres_poll_interval_ms: int = _default("postgres_poll_interval_ms")
+    postgres_statement_timeout_ms: int = _default("postgres_statement_timeout_ms")
+    postgres_lock_timeout_ms: int = _default("postgres_lock_timeout_ms")
+    postgres_idle_transaction_timeout_ms: int = _default("postgres_idle_transaction_timeout_ms")
     auth_tokens: str = _default("auth_tokens")
     tls_cert: str | None = _default("tls_cert")
     tls_key: str | None = _default("tls_key")
@@ -150,11 +207,13 @@ class Settings:
 
     @property
     def storage(self) -> str:
-        """The storage backend selected: "memory", "sqlite" or "postgres"."""
+        """The storage backend in use: "memory", "sqlite" or "postgres"."""
         implied = "postgres" if self.postgres_url else "sqlite" if self.data_path else "memory"
         driver = (self.storage_driver or implied).lower()
         if driver not in ("memory", "sqlite", "postgres"):
-            raise ValueError(f"BUNQUEUE_STORAGE_DRIVER must be memory, sqlite or postgres, got {self.storage_driver!r}")
+            raise ValueError(
+                f"BUNQUEUE_STORAGE_DRIVER must be memory, sqlite or postgres, got {self.storage_driver!r}"
+            )
         if driver == "sqlite" and not self.data_path:
             raise ValueError("BUNQUEUE_STORAGE_DRIVER=sqlite needs a data path (--data-path or BUNQUEUE_DATA_PATH)")
         if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL"):
@@ -217,6 +276,45 @@ class Settings:
 
 if {f.name for f in dataclasses.fields(Settings)} != set(_DEFAULTS):
     raise TypeError("Settings and OPTIONS name different fields")
+
+
+# The original's start-up refusals, in its words.
+POSTGRES_URL_REQUIRED = "PostgreSQL storage requires storage.url or BUNQUEUE_POSTGRES_URL."
+POSTGRES_WITH_DATA_PATH = "PostgreSQL storage cannot be combined with SQLite dataPath configuration."
+POSTGRES_URL_SCHEME = "PostgreSQL storage requires a postgres:// or postgresql:// URL"
+
+_POSTGRES_COUNTS = (
+    ("postgres_pool_size", "BUNQUEUE_POSTGRES_POOL_SIZE"),
+    ("postgres_lease_duration_ms", "BUNQUEUE_POSTGRES_LEASE_DURATION_MS"),
+    ("postgres_poll_interval_ms", "BUNQUEUE_POSTGRES_POLL_INTERVAL_MS"),
+    ("postgres_statement_timeout_ms", "BUNQUEUE_POSTGRES_STATEMENT_TIMEOUT_MS"),
+    ("postgres_lock_timeout_ms", "BUNQUEUE_POSTGRES_LOCK_TIMEOUT_MS"),
+    ("postgres_idle_transaction_timeout_ms", "BUNQUEUE_POSTGRES_IDLE_TRANSACTION_TIMEOUT_MS"),
+)
+
+
+def startup_error(settings: Settings) -> str | None:
+    """Why a server with these settings must not start (checked before any I/O), or None.
+
+    ``settings.storage`` has already been accepted. A reachable server is checked later, by connecting.
+    """
+    if settings.storage != "postgres":
+        return None
+    if not settings.postgres_url:
+        return POSTGRES_URL_REQUIRED
+    if settings.data_path:
+        return POSTGRES_WITH_DATA_PATH
+    try:
+        url = urlsplit(settings.postgres_url)
+        _ = url.port  # a port that is not a number raises here
+    except ValueError:
+        return POSTGRES_URL_SCHEME
+    if url.scheme not in ("postgres", "postgresql"):
+        return POSTGRES_URL_SCHEME
+    for field, env in _POSTGRES_COUNTS:
+        if getattr(settings, field) < 1:
+            return f"{env} must be at least 1, got {getattr(settings, field)}"
+    return None
 
 
 _TRUE = ("1", "true", "yes", "on")

@@ -19,6 +19,11 @@ export PATH="$(cd "$VENV/bin" && pwd):$PATH"
 echo "== installing bunqueue[test] (compiles the extensions)"
 "$VENV/bin/python" -m pip install --quiet -e ".[test]"
 
+echo "== PostgreSQL for tests/storage (Debian's postgresql package, installed when missing)"
+# The tests start their own server from these binaries, as the postgres user when run as root; with CI=true
+# a server that cannot start fails them instead of skipping them.
+"$VENV/bin/python" -m bunqueue._testbase.postgres --install
+
 echo "== published clients for tests/compat (pip and npm, into git-ignored folders there; reused while pinned)"
 # A client that cannot be installed because its registry is unreachable is reported here and its tests skip
 # with that reason; any other install failure stops the run.

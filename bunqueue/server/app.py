@@ -46,6 +46,9 @@ def _open_store(settings: Settings) -> Store:
         return SQLiteStore(settings.data_path, settings.sqlite_synchronous)
     if settings.storage == "memory":
         return MemoryStore()
+    if settings.storage == "postgres":
+        # Never served: start() checks the PostgreSQL server and schema, then stops (refuse_postgres).
+        return MemoryStore()
     raise ValueError(f"no {settings.storage} store in this build")
 
 
@@ -77,6 +80,8 @@ class BrokerServer:
         self.stopping: asyncio.Event | None = None
 
     async def start(self) -> None:
+        if self.settings.storage == "postgres":
+            await self.refuse_postgres()
         loop = asyncio.get_running_loop()
         tune_collector()
         self.stopping = asyncio.Event()
@@ -104,6 +109,15 @@ class BrokerServer:
             backlog=1024,
             ssl=ssl_context,
         )
+
+    async def refuse_postgres(self) -> None:
+        """The PostgreSQL mode's checks (server reachable, schema migrated), then the stop until its engine lands."""
+        from bunqueue.storage.postgres.errors import ENGINE_UNAVAILABLE, StartupFailed
+        from bunqueue.storage.postgres.pool import PostgresConfig
+        from bunqueue.storage.postgres.startup import prepare_database
+
+        await prepare_database(PostgresConfig.from_settings(self.settings))
+        raise StartupFailed(ENGINE_UNAVAILABLE)
 
     def new_connection(self) -> BrokerProtocol:
         return BrokerProtocol(self.runner, self.settings, self.packer, self.connections)

@@ -1,0 +1,67 @@
+"""PostgreSQL storage: several brokers on one database, PostgreSQL the authority, each broker's memory a cache.
+
+What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
+broker sessions that fence leases (``sessions``) and the start-up checks (``startup``, ``errors``). What
+follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built to.
+
+Batching: one statement per kind of write, shared by concurrent requests
+    Each hot command kind (push, claim, ack, fail, extend-lock) has a collector. A request appends its
+    arguments and awaits a future; when the collector is idle it flushes at once, otherwise the next flush
+    takes everything that arrived while the previous one ran (group commit: no timer, the database's own
+    latency sets the batch size). A flush is one prepared statement over arrays (asyncpg prepares and caches
+    each statement per connection), so 1 or 5,000 requests cost one round trip and one commit:
+
+    - push: ``INSERT INTO bunqueue_jobs (...) SELECT * FROM unnest($1::text[], $2::text[], ...)
+      ON CONFLICT DO NOTHING RETURNING id``; dedup and unique keys are answered from what came back (a row
+      missing from RETURNING lost to a live unique key). Batches above a few thousand rows use
+      ``copy_records_to_table`` into a temporary table, then the same INSERT ... SELECT.
+    - claim: per (queue, n): ``WITH picked AS (SELECT namespace, id FROM bunqueue_jobs WHERE namespace = $1
+      AND queue = $2 AND state = READY ORDER BY priority DESC, lifo_rank, run_at, seq LIMIT $3
+      FOR UPDATE SKIP LOCKED) UPDATE bunqueue_jobs j SET state = ACTIVE, lease_token = ..., lease_broker,
+      lease_session, lease_expires_at = now + lockTtl, attempts = attempts + 1 FROM picked WHERE ...
+      RETURNING j.*``. The ORDER BY is the partial index ``bunqueue_jobs_claim`` read in order, so a claim
+      touches only the rows it takes; SKIP LOCKED lets brokers claim from one queue without waiting on each
+      other. The statement also checks the session (``EXISTS (SELECT 1 FROM bunqueue_broker_sessions WHERE
+      namespace = $1 AND broker_id = $b AND session = $s AND expires_at > now)``), so a broker whose session
+      lapsed claims nothing. Queue concurrency and rate limits are taken in the same transaction from the
+      ``bunqueue_queues`` row (``UPDATE ... SET rate_window_count = rate_window_count + n ... RETURNING``),
+      which makes them global across brokers; group limits likewise from ``bunqueue_groups``.
+    - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
+      AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
+      AND j.state = ACTIVE RETURNING j.id``: an id missing from RETURNING had a stale token and is refused
+      with the memory engine's error. Results go to ``bunqueue_results`` in the same statement (a data-
+      modifying CTE); dependants are released by one UPDATE over ``bunqueue_job_dependencies``.
+
+Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
+    A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
+    ``pg_notify('bunqueue', <namespace, queue>)`` once per queue touched (one channel: a namespace is any
+    text, a channel name an identifier); PostgreSQL delivers it only after the commit and folds duplicates
+    within a transaction. Each broker LISTENs on one dedicated connection, drops other namespaces' payloads
+    and wakes its long-polling pullers for that queue. Notifications can be lost with that connection, so
+    every broker also polls each queue it has waiters on every ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``.
+    Job events (the events stream, QueueEvents, webhooks) travel the same way: the committing broker sends
+    a NOTIFY payload (job id, queue, event), every broker fans it out to its own subscribers; no per-job
+    event rows are written on the hot path. Webhooks are delivered by the broker that committed the event,
+    so once across brokers.
+
+Leases, expiry and fencing
+    A claimed job carries ``lease_token`` (the worker's token), ``lease_broker`` and ``lease_session`` (the
+    granting broker session's fencing token, from ``bunqueue_session_seq``) and ``lease_expires_at``
+    (lockTtl after the claim or the last renewal). Any broker answers a worker's ack, fail or extend-lock by
+    token alone, so a worker that reconnects to another broker keeps its job and its token. Expiry is one
+    statement for all rows at once, run by whichever broker's timer fires: ``UPDATE bunqueue_jobs SET
+    state = READY | DELAYED (retry backoff), lease_token = NULL ... WHERE namespace = $1 AND state = ACTIVE
+    AND lease_expires_at <= now RETURNING id, queue``, driven by the partial index ``bunqueue_jobs_leases``;
+    a killed broker's leases thus come back as soon as their lockTtl passes. Sessions are the second
+    fence: ``sessions.BrokerSession`` renews the broker's row; a broker whose session lapsed, was deleted
+    or was taken over stops claiming (``BrokerSession.valid`` is checked before a claim, and the claim
+    statement checks the row), and when it cannot reach the database it stops at its local deadline, before
+    any other broker can see the session as expired. Stale tokens are refused because every lease write
+    matches the token.
+
+Crons and the rest
+    A cron fires once across brokers: the broker that moves ``next_run_at`` from the value it read
+    (``UPDATE bunqueue_crons SET next_run_at = $new, executions = executions + 1 WHERE ... AND next_run_at =
+    $old``) pushes the job, in the same transaction. Times are judged by the database's clock (``NOW_MS``
+    in ``sessions``) wherever two brokers must agree.
+"""

@@ -1,0 +1,232 @@
+"""The PostgreSQL schema: tables shared by every namespace in a database, created and migrated by the brokers.
+
+Every table leads with ``namespace``: brokers sharing a namespace share every queue, and every index starts
+with it, so one namespace's rows are one index range. Times are epoch milliseconds (``bigint``), as on the
+wire; values the broker only stores and returns (job records, results, DLQ entries, settings) are
+MessagePack (``bytea``), as in the SQLite file. Job states are the broker's home codes
+(``bunqueue.broker.states``).
+"""
+from __future__ import annotations
+
+import asyncpg
+
+from bunqueue.broker import states
+
+SCHEMA_VERSION = 1
+
+# One lock for every broker that may run DDL on this database: all namespaces share the tables, so two
+# namespaces migrating at once must wait for each other too. Taken with pg_advisory_xact_lock, it is released
+# by the migration's commit or rollback, never left behind by a broker that died.
+SCHEMA_LOCK = "bunqueue:schema"
+
+_STATES = (states.READY, states.DELAYED, states.ACTIVE, states.COMPLETED, states.FAILED, states.WAITING_CHILDREN)
+_LIVE = ", ".join(str(code) for code in sorted(states.LIVE))
+
+# Each entry brings the database from the version before it to its own number, in one transaction.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        # Admission order across brokers: a job's seq, which breaks priority ties (FIFO) as in memory.
+        "CREATE SEQUENCE bunqueue_job_seq AS bigint",
+        # Fencing tokens: each broker session gets a larger one than every session before it.
+        "CREATE SEQUENCE bunqueue_session_seq AS bigint",
+        """CREATE TABLE bunqueue_broker_sessions (
+            namespace text NOT NULL,
+            broker_id text NOT NULL,
+            session bigint NOT NULL,
+            started_at bigint NOT NULL,
+            heartbeat_at bigint NOT NULL,
+            expires_at bigint NOT NULL,
+            PRIMARY KEY (namespace, broker_id)
+        )""",
+        # The columns are what SQL selects, orders, counts or changes; `record` (Job.to_record) holds the rest,
+        # and a column wins over the record's copy of the same field.
+        f"""CREATE TABLE bunqueue_jobs (
+            namespace text NOT NULL,
+            id text NOT NULL,
+            queue text NOT NULL,
+            state smallint NOT NULL,
+            priority double precision NOT NULL DEFAULT 0,
+            lifo boolean NOT NULL DEFAULT false,
+            seq bigint NOT NULL DEFAULT nextval('bunqueue_job_seq'),
+            -- LIFO jobs first, newest first; then FIFO jobs (0) by run_at and seq: the memory heap's order.
+            lifo_rank bigint GENERATED ALWAYS AS (CASE WHEN lifo THEN -seq ELSE 0 END) STORED,
+            run_at bigint NOT NULL,
+            created_at bigint NOT NULL,
+            started_at bigint,
+            completed_at bigint,
+            attempts integer NOT NULL DEFAULT 0,
+            max_attempts integer NOT NULL DEFAULT 3,
+            group_id text,
+            unique_key text,
+            custom_id text,
+            parent_id text,
+            -- Dependencies not yet completed (rows in bunqueue_job_dependencies); 0 when none are left.
+            pending_deps integer NOT NULL DEFAULT 0,
+            -- The running attempt's lease: its token (the worker's proof), the broker session that granted
+            -- it (the fencing token) and when it lapses (lockTtl after the last renewal).
+            lease_token text,
+            lease_broker text,
+            lease_session bigint,
+            lease_expires_at bigint,
+            worker_id text,
+            last_heartbeat bigint,
+            stall_count integer NOT NULL DEFAULT 0,
+            record bytea NOT NULL,
+            PRIMARY KEY (namespace, id),
+            CHECK (state IN ({", ".join(str(code) for code in _STATES)}))
+        )""",
+        # The claim: SELECT ... WHERE state = READY ORDER BY these columns FOR UPDATE SKIP LOCKED.
+        f"""CREATE INDEX bunqueue_jobs_claim ON bunqueue_jobs
+            (namespace, queue, priority DESC, lifo_rank, run_at, seq) WHERE state = {states.READY}""",
+        # Delayed jobs coming due, across queues.
+        f"""CREATE INDEX bunqueue_jobs_due ON bunqueue_jobs (namespace, run_at)
+            WHERE state = {states.DELAYED}""",
+        # Leases lapsing: every expired one comes back in one statement.
+        f"""CREATE INDEX bunqueue_jobs_leases ON bunqueue_jobs (namespace, lease_expires_at)
+            WHERE state = {states.ACTIVE}""",
+        # Group concurrency counts the group's running jobs.
+        f"""CREATE INDEX bunqueue_jobs_group_active ON bunqueue_jobs (namespace, queue, group_id)
+            WHERE state = {states.ACTIVE} AND group_id IS NOT NULL""",
+        # Trimming to max_completed_jobs and listing finished jobs newest first.
+        f"""CREATE INDEX bunqueue_jobs_finished ON bunqueue_jobs (namespace, queue, state, completed_at)
+            WHERE state IN ({states.COMPLETED}, {states.FAILED})""",
+        f"""CREATE UNIQUE INDEX bunqueue_jobs_unique_key ON bunqueue_jobs (namespace, queue, unique_key)
+            WHERE unique_key IS NOT NULL AND state IN ({_LIVE})""",
+        "CREATE INDEX bunqueue_jobs_children ON bunqueue_jobs (namespace, parent_id) WHERE parent_id IS NOT NULL",
+        # Who waits on a job: read when it completes, to release its dependants.
+        """CREATE TABLE bunqueue_job_dependencies (
+            namespace text NOT NULL,
+            depends_on text NOT NULL,
+            job_id text NOT NULL,
+            PRIMARY KEY (namespace, depends_on, job_id)
+        )""",
+        """CREATE TABLE bunqueue_results (
+            namespace text NOT NULL,
+            job_id text NOT NULL,
+            result bytea NOT NULL,
+            PRIMARY KEY (namespace, job_id)
+        )""",
+        """CREATE TABLE bunqueue_job_logs (
+            namespace text NOT NULL,
+            job_id text NOT NULL,
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            entry bytea NOT NULL,
+            PRIMARY KEY (namespace, job_id, seq)
+        )""",
+        """CREATE TABLE bunqueue_dlq (
+            namespace text NOT NULL,
+            queue text NOT NULL,
+            job_id text NOT NULL,
+            added_at bigint NOT NULL,
+            entry bytea NOT NULL,
+            PRIMARY KEY (namespace, queue, job_id)
+        )""",
+        "CREATE INDEX bunqueue_dlq_age ON bunqueue_dlq (namespace, queue, added_at)",
+        # Deduplication and debounce keys that outlive their job (deduplication ttl).
+        """CREATE TABLE bunqueue_dedup (
+            namespace text NOT NULL,
+            queue text NOT NULL,
+            key text NOT NULL,
+            job_id text NOT NULL,
+            expires_at bigint,
+            PRIMARY KEY (namespace, queue, key)
+        )""",
+        # A queue's controls: pause, global concurrency and rate limit (with the current window, shared by
+        # every broker), and the rest of its settings (DLQ, stall config) as MessagePack.
+        """CREATE TABLE bunqueue_queues (
+            namespace text NOT NULL,
+            queue text NOT NULL,
+            paused boolean NOT NULL DEFAULT false,
+            concurrency integer,
+            rate_max integer,
+            rate_window_ms integer,
+            rate_window_start bigint,
+            rate_window_count integer NOT NULL DEFAULT 0,
+            completed_total bigint NOT NULL DEFAULT 0,
+            failed_total bigint NOT NULL DEFAULT 0,
+            settings bytea,
+            PRIMARY KEY (namespace, queue)
+        )""",
+        """CREATE TABLE bunqueue_groups (
+            namespace text NOT NULL,
+            queue text NOT NULL,
+            group_id text NOT NULL,
+            paused boolean NOT NULL DEFAULT false,
+            concurrency integer,
+            rate_max integer,
+            rate_window_ms integer,
+            rate_window_start bigint,
+            rate_window_count integer NOT NULL DEFAULT 0,
+            PRIMARY KEY (namespace, queue, group_id)
+        )""",
+        # A cron fires once across brokers: the broker that moves next_run_at from the value it read fires it.
+        """CREATE TABLE bunqueue_crons (
+            namespace text NOT NULL,
+            name text NOT NULL,
+            created_seq bigint GENERATED ALWAYS AS IDENTITY,
+            next_run_at bigint,
+            executions bigint NOT NULL DEFAULT 0,
+            record bytea NOT NULL,
+            PRIMARY KEY (namespace, name)
+        )""",
+        "CREATE INDEX bunqueue_crons_due ON bunqueue_crons (namespace, next_run_at)",
+        """CREATE TABLE bunqueue_webhooks (
+            namespace text NOT NULL,
+            id text NOT NULL,
+            created_seq bigint GENERATED ALWAYS AS IDENTITY,
+            record bytea NOT NULL,
+            PRIMARY KEY (namespace, id)
+        )""",
+        """CREATE TABLE bunqueue_workers (
+            namespace text NOT NULL,
+            worker_id text NOT NULL,
+            broker_id text NOT NULL,
+            last_seen bigint NOT NULL,
+            record bytea NOT NULL,
+            PRIMARY KEY (namespace, worker_id)
+        )""",
+    ),
+}
+
+_VERSION_TABLE = """CREATE TABLE bunqueue_schema_version (
+    version integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+
+class SchemaTooNew(Exception):
+    """The database was migrated by a newer bunqueue than this one."""
+
+
+def schema_too_new(found: int) -> SchemaTooNew:
+    return SchemaTooNew(
+        f"PostgreSQL schema version {found} is newer than supported version {SCHEMA_VERSION};"
+        " upgrade bunqueue or use another database"
+    )
+
+
+async def current_version(conn: asyncpg.Connection) -> int:
+    """The database's schema version; 0 when bunqueue never ran there."""
+    if await conn.fetchval("SELECT to_regclass('bunqueue_schema_version') IS NULL"):
+        return 0
+    return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM bunqueue_schema_version"))
+
+
+async def migrate(conn: asyncpg.Connection) -> int:
+    """Bring the database to SCHEMA_VERSION, one broker at a time; refuse one newer than this code.
+
+    A broker that finds the schema current only reads the version under the lock: starting a broker never
+    locks the job tables.
+    """
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", SCHEMA_LOCK)
+        version = await current_version(conn)
+        if version > SCHEMA_VERSION:
+            raise schema_too_new(version)
+        if version == 0:
+            await conn.execute(_VERSION_TABLE)
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[target]:
+                await conn.execute(statement)
+            await conn.execute("INSERT INTO bunqueue_schema_version (version) VALUES ($1)", target)
+    return SCHEMA_VERSION
