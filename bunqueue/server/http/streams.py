@@ -20,7 +20,6 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from bunqueue.commands.queries import job_counts
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
@@ -114,7 +113,7 @@ class WsClient:
 class EventFeed:
     def __init__(self, runner: CommandRunner, origin: str) -> None:
         self.runner = runner
-        self.hub = runner.broker.events
+        self.broker = runner.broker
         self.origin = origin
         self.streams: set[SseClient] = set()
         self.sockets: set[WsClient] = set()
@@ -130,14 +129,11 @@ class EventFeed:
 
     def joined(self) -> None:
         # The hub calls the feed only while a stream or socket is open, so jobs pay nothing otherwise.
-        if self.job_event not in self.hub.taps:
-            self.hub.add_tap(self.job_event)
-            self.hub.notices.append(self.system_event)
+        self.broker.listen_all(self.job_event, self.system_event)
 
     def left(self) -> None:
-        if not self.listening and self.job_event in self.hub.taps:
-            self.hub.remove_tap(self.job_event)
-            self.hub.notices.remove(self.system_event)
+        if not self.listening:
+            self.broker.unlisten_all(self.job_event, self.system_event)
 
     # -- events in ---------------------------------------------------------------------------------
 
@@ -169,9 +165,8 @@ class EventFeed:
         due, self.counts_due = self.counts_due, {}
         if not self.listening:
             return
-        broker = self.runner.broker
         for queue in due:
-            counts = job_counts(broker, queue, split_paused=False)
+            counts = self.broker.job_counts(queue, split_paused=False)
             data: Event = {"queue": queue}
             for name in COUNTS_FIELDS:
                 data[name] = counts.get(name, 0)
@@ -186,7 +181,7 @@ class EventFeed:
                 self.write(client, message)
         for socket in self.sockets:
             if socket.subscribed is not None and socket.wants(name):
-                socket.send({"event": name, "ts": self.hub.clock(), "data": data})
+                socket.send({"event": name, "ts": self.broker.clock(), "data": data})
 
     def write(self, client: SseClient, message: str) -> None:
         asyncio.ensure_future(self._write(client, message))
