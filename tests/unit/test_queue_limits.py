@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from bunqueue.broker.components.queues import QueueLimits
+from bunqueue.broker.components.queuelimits import QueueLimits
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.timers.ratelimits import admit, took
 from bunqueue.options import js_finite

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.broker.components.queues import DEFAULT_STALL_CONFIG, merged_config
+from bunqueue.broker.components.stallconfig import DEFAULT_STALL_CONFIG, merged_config
 from bunqueue.broker.timers.stalls import config_of
 from bunqueue.broker.wiring import Wiring
 

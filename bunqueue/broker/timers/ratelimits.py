@@ -20,7 +20,8 @@ from typing import Any
 
 from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
-from bunqueue.broker.components.queues import DEFAULT_RATE_DURATION, QueueLimits, Queues, QueueState
+from bunqueue.broker.components.queuelimits import DEFAULT_RATE_DURATION, QueueLimits
+from bunqueue.broker.components.queues import Queues, QueueState
 from bunqueue.broker.timers.deadlines import RATE_LIMITS, Alarms
 from bunqueue.storage import Store
 
