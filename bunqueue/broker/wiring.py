@@ -7,7 +7,7 @@ What lives where:
 * ``keys`` (``UniqueKeys``), ``deps`` (``Dependencies``), ``dlq`` (``DeadLetters``), ``leases``;
 * ``transitions`` (``Transitions``): the only code that moves a job between states;
 * the deadline components, each built from the parts it uses: ``stalls``, ``timeouts``, ``workers``,
-  ``rate_wakeups``, and the DLQ's maintenance; ``deadline_handlers`` hands them to the server's timers.
+  ``limit_controls``, and the DLQ's maintenance; ``deadline_handlers`` hands them to the server's timers.
 
 No sockets, no awaits: every method runs to completion, so the event loop is the lock.
 """
@@ -45,7 +45,7 @@ from bunqueue.broker.timers.deadlines import (
     Handler,
 )
 from bunqueue.broker.timers.groupcontrols import GroupControls
-from bunqueue.broker.timers.ratelimits import RateLimitWakeups
+from bunqueue.broker.timers.ratelimits import QueueLimitControls
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
@@ -84,12 +84,12 @@ class Wiring:
         self.stalls = StallDetector(self.jobs, self.queues, self.alarms)
         self.timeouts = JobTimeouts(self.jobs, self.leases, self.alarms, self.records.max_completed_jobs)
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token)
-        self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms)
+        self.limit_controls = QueueLimitControls(self.queues, self.store, self.alarms)
         self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
-            rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
+            limit_controls=self.limit_controls, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
         # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
@@ -123,7 +123,7 @@ class Wiring:
             TIMEOUTS: t.expire_timeouts,
             STALLS: t.expire_stalls,
             WORKERS: self.workers.expire,
-            RATE_LIMITS: self.rate_wakeups.expire,
+            RATE_LIMITS: self.limit_controls.expire,
             GROUP_LIMITS: self.groups.expire,
             DLQ: t.maintain_dlq,
             CRON: self.crons.fire_due,
@@ -137,7 +137,7 @@ class Wiring:
             TIMEOUTS: self.timeouts.deadlines.peek_time(),
             STALLS: self.stalls.next_check(),
             WORKERS: self.workers.removal.peek_time(),
-            RATE_LIMITS: self.rate_wakeups.due.peek_time(),
+            RATE_LIMITS: self.limit_controls.due.peek_time(),
             GROUP_LIMITS: self.groups.due.peek_time(),
             DLQ: self.dlq.next_due(),
             CRON: self.crons.next_due(),

@@ -1,5 +1,5 @@
 """Queue limits and stall settings: RateLimit, RateLimitClear, SetConcurrency, ClearConcurrency and
-GetQueueLimits over ``timers.ratelimits.RateLimitWakeups`` (which also wakes the pulls a limit held back);
+GetQueueLimits over ``timers.ratelimits.QueueLimitControls`` (which also wakes the pulls a limit held back);
 SetStallConfig and GetStallConfig change and read a queue's stall settings here."""
 from __future__ import annotations
 
@@ -23,22 +23,22 @@ def stall_config(broker: Wiring, queue: str) -> dict[str, Any]:
 
 
 def set_rate_limit(broker: Wiring, queue: str, limit: float, duration: float | None, ttl: float | None) -> None:
-    broker.rate_wakeups.set_rate_limit(queue, limit, duration, ttl, broker.clock())
+    broker.limit_controls.set_rate_limit(queue, limit, duration, ttl, broker.clock())
 
 
 def clear_rate_limit(broker: Wiring, queue: str) -> None:
-    broker.rate_wakeups.clear_rate_limit(queue)
+    broker.limit_controls.clear_rate_limit(queue)
 
 
 def set_concurrency(broker: Wiring, queue: str, limit: float) -> None:
-    broker.rate_wakeups.set_concurrency(queue, limit)
+    broker.limit_controls.set_concurrency(queue, limit)
 
 
 def clear_concurrency(broker: Wiring, queue: str) -> None:
-    broker.rate_wakeups.clear_concurrency(queue)
+    broker.limit_controls.clear_concurrency(queue)
 
 
 def queue_limits(broker: Wiring, queue: str, max_jobs: float | None) -> dict[str, Any]:
     """GetQueueLimits' ``limits``: the rate limit and its remaining room (against ``max_jobs`` when given)
     and the concurrency limit."""
-    return broker.rate_wakeups.status(queue, max_jobs, broker.clock())
+    return broker.limit_controls.status(queue, max_jobs, broker.clock())
