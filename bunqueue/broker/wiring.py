@@ -1,4 +1,5 @@
-"""The broker: the facade that command handlers call, and the one place that wires its components.
+"""The in-memory engine's wiring: the one place that builds its components, and the hot path the facade
+(``facade.Broker``) inherits.
 
 What lives where:
 
@@ -6,8 +7,10 @@ What lives where:
   in memory; ``queues`` (``Queues``): each queue's heaps, sets, counters and controls;
 * ``keys`` (``UniqueKeys``), ``deps`` (``Dependencies``), ``dlq`` (``DeadLetters``), ``leases``;
 * ``transitions`` (``Transitions``): the only code that moves a job between states;
+* ``events`` (``EventHub``): subscribers, stream taps and webhooks; ``counters``: the monitoring totals;
 * the deadline components, each built from the parts it uses: ``stalls``, ``timeouts``, ``workers``,
-  ``limit_controls``, and the DLQ's maintenance; ``deadline_handlers`` hands them to the server's timers.
+  ``limit_controls``, ``groups``, ``crons`` and the DLQ's maintenance; ``deadline_handlers`` hands them to
+  the server's timers.
 
 No sockets, no awaits: every method runs to completion, so the event loop is the lock.
 """
@@ -67,7 +70,7 @@ class Wiring:
         self.clock = clock
         # Told of every persistent change, after the in-memory state has changed (see storage.base).
         self.store: Store = store if store is not None else MemoryStore()
-        # The server's timers (see broker.deadlines): a no-op until ``wake_at`` is set.
+        # The server's timers (see timers.deadlines): a no-op until ``wake_at`` is set.
         self.alarms = Alarms()
         self.queues = Queues()
         self.factory = JobFactory()
@@ -92,7 +95,7 @@ class Wiring:
             limit_controls=self.limit_controls, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
-        # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
+        # Flow parents' failure records and the ids of graphs being committed (see components.flowpolicy).
         self.flows = t.flows = FlowPolicies(self.jobs)
         self.flows.transitions = t
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)

@@ -67,7 +67,7 @@ class QueueState:
         self.limits: QueueLimits | None = None
         # SetStallConfig settings, or None for the defaults.
         self.stall_config: dict[str, Any] | None = None
-        # Active jobs awaiting their first stall check, in pull order (see broker.stalls); None while
+        # Active jobs awaiting their first stall check, in pull order (see timers.stalls); None while
         # stall detection is disabled for this queue.
         self.stall_watch: dict[str, None] | None = {}
 

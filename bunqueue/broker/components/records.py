@@ -9,7 +9,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker.components.queues import Queues
 from bunqueue.storage import Store
 
-# WaitJob futures per job id (see broker.completion).
+# WaitJob futures per job id (see broker.jobwait).
 Waiters = dict[str, list[Any]]
 
 

@@ -76,7 +76,7 @@ class TransitionCore:
         self.clock = clock
         # Pushes the successor of a repeating job after its ACK (set by the broker, which owns PUSH).
         self.repeats: RepeatChain | None = None
-        # Applies a child's failure policy to its parent (set by the broker; see broker.flows).
+        # Applies a child's failure policy to its parent (set by the broker; see components.flowpolicy).
         self.flows: FlowPolicies | None = None
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
         self._stall_checks = stalls.exact
