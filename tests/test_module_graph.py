@@ -254,8 +254,9 @@ FORBIDDEN = {
     f"{B}.wiring": (f"{B}.ops", f"{B}.facade", f"{B}.engine"),
     f"{B}.ops.": (f"{B}.facade", f"{B}.engine"),
 }
-# The command layer sees the facade, the engine protocol (and the types it exports) and the state names.
-COMMANDS_MAY_IMPORT = (f"{B}.facade", f"{B}.engine", f"{B}.states")
+# The command layer sees the engine protocol (and the types it exports) and the state names: never the
+# facade class, so a handler can only call what a second engine implements too.
+COMMANDS_MAY_IMPORT = (f"{B}.engine", f"{B}.states")
 
 
 def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
@@ -281,4 +282,46 @@ def test_broker_layers_and_the_command_seam_hold() -> None:
 def test_the_layer_check_finds_violations() -> None:
     assert _layer_violations({f"{B}.components.records": {f"{B}.ops.dlq"}})
     assert _layer_violations({"bunqueue.commands.dlq": {f"{B}.components.deadletters"}})
-    assert not _layer_violations({"bunqueue.commands.dlq": {f"{B}.facade"}})
+    assert _layer_violations({"bunqueue.commands.dlq": {f"{B}.facade"}})
+    assert not _layer_violations({"bunqueue.commands.dlq": {f"{B}.engine"}})
+
+
+def _engine_members() -> set[str]:
+    """What the ``Engine`` protocol declares: its methods and attributes."""
+    for node in ast.parse(MODULES[f"{B}.engine"].read_text()).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Engine":
+            names = set()
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+            return names
+    raise AssertionError("no Engine class in broker/engine.py")
+
+
+def _reaches_past_the_engine(module: str, source: str, members: set[str]) -> list[str]:
+    """Uses of a handler's ``broker`` argument that are not a member of ``Engine`` (a component reached
+    through the facade, e.g. ``broker.dlq.entries``)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "broker":
+            if node.attr not in members:
+                out.append(f"{module}:{node.lineno} broker.{node.attr}")
+    return out
+
+
+def test_commands_use_only_the_engine_protocol() -> None:
+    members = _engine_members()
+    offenders = []
+    for module, path in MODULES.items():
+        if module.startswith("bunqueue.commands"):
+            offenders += _reaches_past_the_engine(module, path.read_text(), members)
+    assert not offenders, offenders
+
+
+def test_the_engine_check_finds_a_component_reach() -> None:
+    members = _engine_members()
+    assert "push" in members and "clock" in members
+    source = "broker.dlq.entries('q')\nbroker.push('q', {})\n"
+    assert _reaches_past_the_engine("m", source, members) == ["m:1 broker.dlq"]

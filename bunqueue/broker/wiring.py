@@ -1,4 +1,5 @@
-"""The broker: the facade that command handlers call, and the one place that wires its components.
+"""The in-memory engine's wiring: the one place that builds its components, and the hot path the facade
+(``facade.Broker``) inherits.
 
 What lives where:
 
@@ -6,8 +7,10 @@ What lives where:
   in memory; ``queues`` (``Queues``): each queue's heaps, sets, counters and controls;
 * ``keys`` (``UniqueKeys``), ``deps`` (``Dependencies``), ``dlq`` (``DeadLetters``), ``leases``;
 * ``transitions`` (``Transitions``): the only code that moves a job between states;
+* ``events`` (``EventHub``): subscribers, stream taps and webhooks; ``counters``: the monitoring totals;
 * the deadline components, each built from the parts it uses: ``stalls``, ``timeouts``, ``workers``,
-  ``rate_wakeups``, and the DLQ's maintenance; ``deadline_handlers`` hands them to the server's timers.
+  ``limit_controls``, ``groups``, ``crons`` and the DLQ's maintenance; ``deadline_handlers`` hands them to
+  the server's timers.
 
 No sockets, no awaits: every method runs to completion, so the event loop is the lock.
 """
@@ -45,7 +48,7 @@ from bunqueue.broker.timers.deadlines import (
     Handler,
 )
 from bunqueue.broker.timers.groupcontrols import GroupControls
-from bunqueue.broker.timers.ratelimits import RateLimitWakeups
+from bunqueue.broker.timers.ratelimits import QueueLimitControls
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
@@ -69,7 +72,7 @@ class Wiring:
         self.store: Store = store if store is not None else MemoryStore()
         # Set when the server stops: the connections it closes keep their jobs active (see release_session).
         self.stopping = False
-        # The server's timers (see broker.deadlines): a no-op until ``wake_at`` is set.
+        # The server's timers (see timers.deadlines): a no-op until ``wake_at`` is set.
         self.alarms = Alarms()
         self.queues = Queues()
         self.factory = JobFactory()
@@ -86,15 +89,15 @@ class Wiring:
         self.stalls = StallDetector(self.jobs, self.queues, self.alarms)
         self.timeouts = JobTimeouts(self.jobs, self.leases, self.alarms, self.records.max_completed_jobs)
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token, self.events)
-        self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms, self.events)
+        self.limit_controls = QueueLimitControls(self.queues, self.store, self.alarms, self.events)
         self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
-            rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
+            limit_controls=self.limit_controls, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
-        # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
+        # Flow parents' failure records and the ids of graphs being committed (see components.flowpolicy).
         self.flows = t.flows = FlowPolicies(self.records)
         self.flows.transitions = t
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock, self.events)
@@ -125,7 +128,7 @@ class Wiring:
             TIMEOUTS: t.expire_timeouts,
             STALLS: t.expire_stalls,
             WORKERS: self.workers.expire,
-            RATE_LIMITS: self.rate_wakeups.expire,
+            RATE_LIMITS: self.limit_controls.expire,
             GROUP_LIMITS: self.groups.expire,
             DLQ: t.maintain_dlq,
             CRON: self.crons.fire_due,
@@ -139,7 +142,7 @@ class Wiring:
             TIMEOUTS: self.timeouts.deadlines.peek_time(),
             STALLS: self.stalls.next_check(),
             WORKERS: self.workers.removal.peek_time(),
-            RATE_LIMITS: self.rate_wakeups.due.peek_time(),
+            RATE_LIMITS: self.limit_controls.due.peek_time(),
             GROUP_LIMITS: self.groups.due.peek_time(),
             DLQ: self.dlq.next_due(),
             CRON: self.crons.next_due(),

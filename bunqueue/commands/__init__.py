@@ -1,8 +1,8 @@
 """Commands: the one table from command names to handlers, one module per command family.
 
-Each module reads a family's requests (options are checked in ``bunqueue.options``) and calls
-the broker module of the same name (``commands.dlq`` -> ``broker.dlq``...; ``commands.jobs`` -> the
-``Broker`` facade itself). A handler takes (broker, request, session) and returns a reply dict, or an
+Each module reads a family's requests (options are checked in ``bunqueue.options``) and calls the
+engine's methods of that family (``bunqueue.broker.engine.Engine``; the facade's operations live in the
+``broker/ops/`` module of the same name). A handler takes (engine, request, session) and returns a reply dict, or an
 awaitable of one when the command has to wait (long-poll pulls). The reply is a new dict each time: the
 runner writes the request's reqId into it, so a dict shared between replies would carry another's reqId.
 Handlers raise ``CommandError`` for ``{ok: false, error}``.
@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.commands import (
     cleanup,
     cron,
@@ -36,7 +35,7 @@ from bunqueue.commands import (
     workers,
 )
 
-Handler = Callable[[Broker, dict[str, Any], Session], "dict[str, Any] | Awaitable[dict[str, Any]]"]
+Handler = Callable[[Engine, dict[str, Any], Session], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 
 HANDLERS: dict[str, Handler] = {
     "Hello": system.handle_hello,

@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import options
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 
 Reply = dict[str, Any]
 
@@ -13,16 +12,16 @@ Reply = dict[str, Any]
 DEFAULT_CLEAN_LIMIT = 1000
 
 
-def handle_drain(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_drain(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     return {"ok": True, "count": broker.drain(options.queue_name(cmd))}
 
 
-def handle_obliterate(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_obliterate(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     broker.obliterate(options.queue_name(cmd))
     return {"ok": True}
 
 
-def handle_clean(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_clean(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     # Any finite age, as the reference computes now - grace (a numeric string counts as its number).
     grace = options.number_arg(cmd, "grace", required=True, coerce=True)

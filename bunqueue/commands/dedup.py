@@ -4,24 +4,20 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import options
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 
 Reply = dict[str, Any]
 
 
-def handle_get_deduplication_job_id(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_deduplication_job_id(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    owner = broker.keys.owner_of(queue, cmd.get("deduplicationId"), broker.clock())
-    return {"ok": True, "data": {"jobId": owner}}
+    return {"ok": True, "data": {"jobId": broker.dedup_owner(queue, cmd.get("deduplicationId"))}}
 
 
-def handle_remove_deduplication_key(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_remove_deduplication_key(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    count = broker.keys.remove_key(queue, cmd.get("deduplicationId"), broker.clock())
-    return {"ok": True, "data": {"count": count}}
+    return {"ok": True, "data": {"count": broker.remove_dedup_key(queue, cmd.get("deduplicationId"))}}
 
 
-def handle_remove_job_deduplication_key(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    removed = broker.keys.remove_job_key(cmd.get("id"), broker.clock())
-    return {"ok": True, "data": {"removed": removed}}
+def handle_remove_job_deduplication_key(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "data": {"removed": broker.remove_job_dedup_key(cmd.get("id"))}}

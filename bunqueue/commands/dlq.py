@@ -5,8 +5,7 @@ import math
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue.broker.engine import Entry, Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Entry, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -38,52 +37,46 @@ def _cap(entries: list[Entry], count: float) -> list[Entry]:
     return entries if count == math.inf else entries[: int(count)]
 
 
-def _selected(broker: Broker, queue: str, spec: dict[str, Any] | None) -> list[Entry]:
-    if spec is None:
-        return broker.dlq.entries(queue)
-    return broker.dlq.select(queue, spec, broker.clock())
-
-
-def handle_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_dlq(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     spec = _dlq_filter(cmd)
     count = options.count_arg(cmd, "count")
-    entries = _cap(_selected(broker, queue, spec), count)
+    entries = _cap(broker.dlq_entries(queue, spec), count)
     return {"ok": True, "jobs": [entry["job"] for entry in entries], "entries": entries}
 
 
-def handle_get_dlq_stats(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_dlq_stats(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    return {"ok": True, "data": {"stats": broker.dlq.stats(queue, broker.clock())}}
+    return {"ok": True, "data": {"stats": broker.dlq_stats(queue)}}
 
 
-def handle_retry_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_retry_dlq(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = options.optional_id(cmd, "jobId")
     count = options.count_arg(cmd, "count")
     spec = _dlq_filter(cmd)
     if job_id is not None and spec is None:
-        entry = broker.dlq.get(job_id)
+        entry = broker.dlq_entry(job_id)
         entries = [] if entry is None or entry["job"].queue != queue else [entry]
     else:
-        entries = _selected(broker, queue, spec)
+        entries = broker.dlq_entries(queue, spec)
         if job_id is not None:
             entries = [entry for entry in entries if entry["job"].id == job_id]
     retried = broker.retry_dlq_entries(_cap(entries, count), broker.clock(), job_id)
     return {"ok": True, "count": retried}
 
 
-def handle_purge_dlq(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_purge_dlq(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     return {"ok": True, "count": broker.purge_dlq(options.queue_name(cmd))}
 
 
-def handle_remove_dlq_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_remove_dlq_job(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = options.required_string(cmd, "jobId")
     return {"ok": True, "data": {"removed": broker.remove_dlq_entry(queue, job_id)}}
 
 
-def handle_retry_completed(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_retry_completed(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = options.optional_id(cmd, "id")
     limit = options.count_arg(cmd, "count")
@@ -116,12 +109,12 @@ def _config_changes(cmd: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def handle_set_dlq_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_set_dlq_config(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     broker.set_dlq_config(queue, _config_changes(cmd))
     return {"ok": True}
 
 
-def handle_get_dlq_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_dlq_config(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    return {"ok": True, "config": dict(broker.dlq.config(queue))}
+    return {"ok": True, "config": broker.dlq_config(queue)}

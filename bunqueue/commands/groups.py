@@ -7,8 +7,7 @@ from typing import Any
 
 from bunqueue import options
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 
 Reply = dict[str, Any]
 # GetGroupRateLimitTtl maxJobs above this compare as "more than any window holds".
@@ -23,83 +22,83 @@ def _data(**fields: Any) -> Reply:
     return {"ok": True, "data": fields}
 
 
-def handle_get_group_jobs_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_group_jobs_count(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(count=broker.groups.lanes(queue).depth(group_id))
+    return _data(count=broker.group_jobs_count(queue, group_id))
 
 
-def handle_get_groups_jobs_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_groups_jobs_count(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     # maxCount is accepted and, as in the reference, does not cap the count.
     queue = options.queue_name(cmd)
-    return _data(count=len(broker.groups.lanes(queue)))
+    return _data(count=broker.groups_count(queue))
 
 
-def handle_get_group_active_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_group_active_count(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(count=broker.groups.lanes(queue).active_count(group_id))
+    return _data(count=broker.group_active_count(queue, group_id))
 
 
-def handle_set_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_set_group_rate_limit(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     max_jobs = options.positive_safe_integer(cmd.get("max"), "max")
     duration = options.positive_safe_integer(cmd.get("duration"), "duration")
-    broker.groups.set_rate_limit(queue, group_id, max_jobs, duration)
+    broker.set_group_rate_limit(queue, group_id, max_jobs, duration)
     return {"ok": True}
 
 
-def handle_get_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_group_rate_limit(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(limit=broker.groups.rate_limit(queue, group_id))
+    return _data(limit=broker.group_rate_limit(queue, group_id))
 
 
-def handle_remove_group_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_remove_group_rate_limit(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(removed=broker.groups.remove_rate_limit(queue, group_id))
+    return _data(removed=broker.remove_group_rate_limit(queue, group_id))
 
 
-def handle_get_group_rate_limit_ttl(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_group_rate_limit_ttl(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     # A window "has room" while its count is below maxJobs; for whole counts that is below ceil(maxJobs).
     max_jobs = options.js_finite(cmd.get("maxJobs"))
     cap = min(math.ceil(max_jobs), MAX_JOBS_CAP) if max_jobs is not None and max_jobs > 0 else -1
-    return _data(ttl=wire_number(broker.groups.rate_limit_ttl(queue, group_id, cap)))
+    return _data(ttl=wire_number(broker.group_rate_limit_ttl(queue, group_id, cap)))
 
 
-def handle_set_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_set_group_concurrency(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     concurrency = options.positive_safe_integer(cmd.get("concurrency"), "concurrency")
-    broker.groups.set_concurrency(queue, group_id, concurrency)
+    broker.set_group_concurrency(queue, group_id, concurrency)
     return {"ok": True}
 
 
-def handle_get_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_group_concurrency(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(concurrency=broker.groups.lanes(queue).concurrency(group_id))
+    return _data(concurrency=broker.group_concurrency(queue, group_id))
 
 
-def handle_remove_group_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_remove_group_concurrency(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(removed=broker.groups.remove_concurrency(queue, group_id))
+    return _data(removed=broker.remove_group_concurrency(queue, group_id))
 
 
-def handle_pause_group(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_pause_group(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(changed=broker.groups.pause(queue, group_id))
+    return _data(changed=broker.pause_group(queue, group_id))
 
 
-def handle_resume_group(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_resume_group(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(changed=broker.groups.resume(queue, group_id))
+    return _data(changed=broker.resume_group(queue, group_id))
 
 
-def handle_is_group_paused(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_is_group_paused(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
-    return _data(paused=broker.groups.lanes(queue).is_paused(group_id))
+    return _data(paused=broker.is_group_paused(queue, group_id))
 
 
-def handle_rate_limit_group(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_rate_limit_group(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue, group_id = _target(cmd)
     duration = options.positive_safe_integer(cmd.get("duration"), "duration")
-    broker.groups.limit_for(queue, group_id, duration)
+    broker.rate_limit_group(queue, group_id, duration)
     return {"ok": True}
 

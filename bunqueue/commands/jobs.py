@@ -7,8 +7,7 @@ from typing import Any
 from bunqueue import errors, options
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, check_nesting, flag_option, validate_queue_name
-from bunqueue.broker.engine import QueueState, Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, QueueState, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -18,13 +17,13 @@ Reply = dict[str, Any]
 SIZE_CHECK_FRAME_BYTES = (10 * 1024 * 1024) // 6
 
 
-def handle_push(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_push(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     job_id = broker.push(queue, cmd, session.frame_size > SIZE_CHECK_FRAME_BYTES)
     return {"ok": True, "id": job_id}
 
 
-def handle_pushb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_pushb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     ids = broker.push_many(queue, cmd.get("jobs"), session.frame_size > SIZE_CHECK_FRAME_BYTES)
     return {"ok": True, "ids": ids}
@@ -44,7 +43,7 @@ def _pull_options(cmd: dict[str, Any], batch: bool) -> tuple[str, int, float, st
     return queue, count, timeout, owner, lock_ttl, claim
 
 
-def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
+def handle_pull(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue, _, timeout, owner, lock_ttl, claim = _pull_options(cmd, False)
     detach = flag_option(cmd, "detach") and owner is None
     q = broker.queue(queue)
@@ -55,7 +54,7 @@ def handle_pull(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply 
 
 
 async def _pull_later(
-    broker: Broker, q: QueueState, session: Session, owner: str | None, lock_ttl: float, detach: bool,
+    broker: Engine, q: QueueState, session: Session, owner: str | None, lock_ttl: float, detach: bool,
     timeout: float, claim: GroupClaim | None,
 ) -> Reply:
     jobs, tokens = await broker.pull_later(q, 1, session, owner, lock_ttl, detach, timeout, claim)
@@ -69,7 +68,7 @@ def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
     return reply
 
 
-def handle_pullb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
+def handle_pullb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue, count, timeout, owner, lock_ttl, claim = _pull_options(cmd, True)
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False, claim)
@@ -79,7 +78,7 @@ def handle_pullb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply
 
 
 async def _pullb_later(
-    broker: Broker, q: QueueState, count: int, session: Session, owner: str | None, lock_ttl: float,
+    broker: Engine, q: QueueState, count: int, session: Session, owner: str | None, lock_ttl: float,
     timeout: float, claim: GroupClaim | None,
 ) -> Reply:
     jobs, tokens = await broker.pull_later(q, count, session, owner, lock_ttl, False, timeout, claim)
@@ -93,7 +92,7 @@ def _pullb_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
     return reply
 
 
-def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_ack(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     job_id = cmd.get("id")
     token = cmd.get("token")
     remove = cmd.get("removeOnComplete") is True
@@ -110,7 +109,7 @@ def handle_ack(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     return {"ok": True}
 
 
-def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_ackb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     ids = options.string_list(cmd, "ids")
     tokens = cmd.get("tokens")
     results = cmd.get("results")
@@ -126,7 +125,7 @@ def handle_ackb(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
     return broker.ack_batch(ids, tokens, results)
 
 
-def handle_fail(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_fail(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     job_id = cmd.get("id")
     token = cmd.get("token")
     try:

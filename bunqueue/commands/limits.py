@@ -6,8 +6,7 @@ from typing import Any
 
 from bunqueue import errors, options
 from bunqueue._core.jobs import wire_number
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -26,44 +25,42 @@ def _positive(cmd: dict[str, Any], field: str) -> float | None:
     return value if value is not None and value > 0 else None
 
 
-def handle_rate_limit(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_rate_limit(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     limit = _limit(cmd)
-    broker.rate_wakeups.set_rate_limit(
-        queue, limit, _positive(cmd, "duration"), _positive(cmd, "ttl"), broker.clock()
-    )
+    broker.set_rate_limit(queue, limit, _positive(cmd, "duration"), _positive(cmd, "ttl"))
     return {"ok": True}
 
 
-def handle_rate_limit_clear(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    broker.rate_wakeups.clear_rate_limit(options.queue_name(cmd))
+def handle_rate_limit_clear(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.clear_rate_limit(options.queue_name(cmd))
     return {"ok": True}
 
 
-def handle_set_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_set_concurrency(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
-    broker.rate_wakeups.set_concurrency(queue, _limit(cmd))
+    broker.set_concurrency(queue, _limit(cmd))
     return {"ok": True}
 
 
-def handle_clear_concurrency(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    broker.rate_wakeups.clear_concurrency(options.queue_name(cmd))
+def handle_clear_concurrency(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.clear_concurrency(options.queue_name(cmd))
     return {"ok": True}
 
 
-def handle_get_queue_limits(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_queue_limits(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     # maxJobs that is not a number is ignored, as the reference's comparison ignores it.
     max_jobs = options.js_finite(cmd.get("maxJobs"))
-    return {"ok": True, "data": {"limits": broker.rate_wakeups.status(queue, max_jobs, broker.clock())}}
+    return {"ok": True, "data": {"limits": broker.queue_limits(queue, max_jobs)}}
 
 
-def handle_set_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_set_stall_config(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     broker.set_stall_config(options.queue_name(cmd), cmd.get("config"))
     return {"ok": True}
 
 
-def handle_get_stall_config(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_stall_config(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     config = broker.stall_config(options.queue_name(cmd))
     return {"ok": True, "config": {key: _wire(value) for key, value in config.items()}}
 

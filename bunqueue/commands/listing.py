@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.commands.queries import job_view
 from bunqueue.errors import CommandError
 
@@ -25,7 +24,7 @@ def _state_filter(cmd: dict[str, Any]) -> tuple[list[str] | None, str | None]:
     return (state or None), None
 
 
-def handle_get_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_jobs(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     wanted, single = _state_filter(cmd)
     limit = options.number_arg(cmd, "limit", DEFAULT_LIMIT)
@@ -44,10 +43,10 @@ def handle_get_jobs(broker: Broker, cmd: dict[str, Any], session: Session) -> Re
     return {"ok": True, "jobs": views}
 
 
-def handle_get_counts_per_priority(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_counts_per_priority(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     return {"ok": True, "queue": queue, "counts": broker.counts_per_priority(queue)}
 
 
-def handle_list_queues(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_list_queues(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     return {"ok": True, "queues": broker.list_queues()}

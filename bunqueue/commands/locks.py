@@ -4,14 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
 
 
-def handle_extend_lock(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_extend_lock(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     # The duration is checked before the lease is looked at: a bad one changes nothing. A numeric string
     # is not a number here (the spec's ExtendLock rule), unlike a PUSH option or a ChangeDelay delay.
     duration = options.number_arg(cmd, "duration")
@@ -20,7 +19,7 @@ def handle_extend_lock(broker: Broker, cmd: dict[str, Any], session: Session) ->
     return {"ok": True}
 
 
-def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_extend_locks(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     ids = options.string_list(cmd, "ids")
     tokens = options.string_list(cmd, "tokens")
     raw_durations = options.string_list(cmd, "durations")
@@ -41,7 +40,7 @@ def handle_extend_locks(broker: Broker, cmd: dict[str, Any], session: Session) -
     return {"ok": True, "count": count}
 
 
-def handle_job_heartbeat(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_job_heartbeat(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     duration = options.finite_option(cmd, "duration")
     # A zero duration renews by the lease's own ttl, as the reference reads it.
     if not broker.job_heartbeat(cmd.get("id"), cmd.get("token"), duration or None, broker.clock()):
@@ -49,7 +48,7 @@ def handle_job_heartbeat(broker: Broker, cmd: dict[str, Any], session: Session) 
     return {"ok": True, "data": {"ok": True}}
 
 
-def handle_job_heartbeat_batch(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_job_heartbeat_batch(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     ids = options.string_list(cmd, "ids")
     tokens = cmd.get("tokens")
     if tokens is not None and type(tokens) is not list:

@@ -5,14 +5,13 @@ import math
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
 
 
-def handle_add_log(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_add_log(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     message = options.required_string(cmd, "message")
     # Levels are info, warn and error by convention; any text is stored as given, as in the reference.
     level = options.optional_string(cmd, "level") or "info"
@@ -21,14 +20,14 @@ def handle_add_log(broker: Broker, cmd: dict[str, Any], session: Session) -> Rep
     return {"ok": True, "data": {"added": True}}
 
 
-def handle_get_logs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_logs(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     start = options.number_arg(cmd, "start")
     end = options.number_arg(cmd, "end")
     entries, count = broker.get_logs_page(options.job_id_arg(cmd), start, end)
     return {"ok": True, "data": {"logs": entries, "count": count}}
 
 
-def handle_clear_logs(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_clear_logs(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     # Omitted, 0 or negative clears every entry; a fraction keeps its whole part; a numeric string is
     # its number; Infinity keeps them all. NaN and text are refused before anything changes.
     keep = options.coerce_numeric(cmd.get("keepLogs", 0))

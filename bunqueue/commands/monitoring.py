@@ -6,13 +6,9 @@ from typing import Any
 
 from bunqueue import errors, options
 from bunqueue._core.jobs import validate_queue_name
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
-from bunqueue.commands.queries import job_counts
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
-from bunqueue.monitoring import compaction, dashboard
-from bunqueue.monitoring.counters import MinuteSeries
-from bunqueue.monitoring.snapshot import MIB, process_memory, storage_size_bytes, totals
+from bunqueue.monitoring.dashboard import DEFAULT_JOBS_LIMIT
 
 Reply = dict[str, Any]
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -20,49 +16,17 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _QUEUE_METRICS_FIELDS = ("queue", "type")
 
 
-def handle_stats(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    counters = broker.counters
-    t = totals(broker)
-    rates = counters.throughput()
-    return {
-        "ok": True,
-        "stats": {
-            "waiting": t.waiting + t.prioritized,
-            "active": t.active,
-            "delayed": t.delayed,
-            "dlq": t.dlq,
-            "completed": t.completed,
-            "failed": counters.failed,
-            "uptime": counters.uptime_ms(),
-            "pushPerSec": rates["pushPerSec"],
-            "pullPerSec": rates["pullPerSec"],
-        },
-    }
+def handle_stats(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "stats": broker.stats()}
 
 
-def handle_metrics(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_metrics(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     if any(field in cmd for field in _QUEUE_METRICS_FIELDS):
         return _queue_metrics(broker, cmd)
-    counters = broker.counters
-    lat = counters.latency
-    size = storage_size_bytes(broker)
-    return {
-        "ok": True,
-        "metrics": {
-            "totalPushed": counters.pushed,
-            "totalPulled": counters.pulled,
-            "totalCompleted": counters.completed,
-            "totalFailed": counters.failed,
-            "avgLatencyMs": round((lat["push"].average + lat["pull"].average) / 2, 2),
-            "avgProcessingMs": round(lat["ack"].average, 2),
-            "memoryUsageMb": process_memory().rss / MIB,
-            "sqliteSizeMb": (size or 0) / MIB,
-            "activeConnections": counters.connections,
-        },
-    }
+    return {"ok": True, "metrics": broker.metrics()}
 
 
-def _queue_metrics(broker: Broker, cmd: dict[str, Any]) -> Reply:
+def _queue_metrics(broker: Engine, cmd: dict[str, Any]) -> Reply:
     queue = cmd.get("queue")
     if type(queue) is not str:
         raise CommandError(errors.METRICS_QUEUE_REQUIRED)
@@ -72,9 +36,7 @@ def _queue_metrics(broker: Broker, cmd: dict[str, Any]) -> Reply:
         raise CommandError(errors.METRICS_TYPE)
     start = _safe_integer(cmd, "start", 0)
     end = -1 if cmd.get("end") == -1 else _safe_integer(cmd, "end", -1)
-    qc = broker.counters.queues.get(queue)
-    series = (qc.completed if kind == "completed" else qc.failed) if qc is not None else MinuteSeries()
-    return {"ok": True, "data": series.view(start, end)}
+    return {"ok": True, "data": broker.queue_metrics(queue, kind == "completed", start, end)}
 
 
 def _safe_integer(cmd: dict[str, Any], field: str, default: int) -> int:
@@ -92,38 +54,33 @@ def _safe_integer(cmd: dict[str, Any], field: str, default: int) -> int:
     return int(value)
 
 
-def handle_trim_events(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_trim_events(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     if cmd.get("maxLength") is None:
         raise CommandError(errors.non_negative_safe_integer("maxLength"))
     max_length = _safe_integer(cmd, "maxLength", 0)
-    qc = broker.counters.queues.get(queue)
-    return {"ok": True, "data": {"removed": qc.trim_events(max_length) if qc is not None else 0}}
+    return {"ok": True, "data": {"removed": broker.trim_events(queue, max_length)}}
 
 
-def handle_prometheus(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    # prometheus_client is loaded by the first scrape: a broker nobody scrapes does not carry it.
-    from bunqueue.monitoring import prometheus
-
-    return {"ok": True, "data": {"metrics": prometheus.render(broker, broker.counters.max_prometheus_queues)}}
+def handle_prometheus(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "data": {"metrics": broker.prometheus_text()}}
 
 
-def handle_compact_memory(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    compaction.compact(broker)
+def handle_compact_memory(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    broker.compact_memory()
     return {"ok": True}
 
 
-def handle_dashboard_overview(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "data": dashboard.overview(broker)}
+def handle_dashboard_overview(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "data": broker.dashboard_overview()}
 
 
-def handle_dashboard_queues(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "data": dashboard.queues(broker)}
+def handle_dashboard_queues(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "data": broker.dashboard_queues()}
 
 
-def handle_dashboard_queue(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_dashboard_queue(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     queue = options.queue_name(cmd)
     include_jobs = options.flag_or(cmd, "includeJobs", False)
-    limit = options.count_arg(cmd, "jobsLimit", dashboard.DEFAULT_JOBS_LIMIT, finite=True)
-    counts = job_counts(broker, queue)
-    return {"ok": True, "data": dashboard.queue(broker, queue, counts, include_jobs, int(limit))}
+    limit = options.count_arg(cmd, "jobsLimit", DEFAULT_JOBS_LIMIT, finite=True)
+    return {"ok": True, "data": broker.dashboard_queue(queue, include_jobs, int(limit))}

@@ -6,20 +6,19 @@ from typing import Any
 from bunqueue import errors, options
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
 
 
-def job_state(broker: Broker, job: Job, now: float) -> str:
+def job_state(broker: Engine, job: Job, now: float) -> str:
     if job.state == states.DELAYED and job.run_at <= now:
         broker.promote_due(broker.queue(job.queue), now)
     return states.state_name(job.state, job.priority, job.run_at, now)
 
 
-def job_view(broker: Broker, job: Job, now: float) -> dict[str, Any]:
+def job_view(broker: Engine, job: Job, now: float) -> dict[str, Any]:
     """The job as GetJob shows it: the wire form plus state, return value and last failure reason."""
     view = job.to_dict()
     view["state"] = job_state(broker, job, now)
@@ -34,21 +33,20 @@ def job_view(broker: Broker, job: Job, now: float) -> dict[str, Any]:
     return view
 
 
-def _find(broker: Broker, cmd: dict[str, Any]) -> Job | None:
+def _find(broker: Engine, cmd: dict[str, Any]) -> Job | None:
     return broker.find_job(cmd.get("id"))
 
 
-def handle_get_job(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_job(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     job = _find(broker, cmd)
     if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
     return {"ok": True, "job": job_view(broker, job, broker.clock())}
 
 
-def handle_get_job_by_custom_id(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    custom_id = cmd.get("customId")
-    job = broker.jobs.get(custom_id) if type(custom_id) is str else None
-    if job is None or job.custom_id is None:
+def handle_get_job_by_custom_id(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    job = broker.job_by_custom_id(cmd.get("customId"))
+    if job is None:
         raise CommandError(errors.JOB_NOT_FOUND)
     view = job_view(broker, job, broker.clock())
     # The reference answers this lookup with the stored record, without the view's state.
@@ -56,7 +54,7 @@ def handle_get_job_by_custom_id(broker: Broker, cmd: dict[str, Any], session: Se
     return {"ok": True, "job": view}
 
 
-def handle_get_state(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_state(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     job = _find(broker, cmd)
     state = states.UNKNOWN if job is None else job_state(broker, job, broker.clock())
     reply: Reply = {"ok": True}
@@ -66,7 +64,7 @@ def handle_get_state(broker: Broker, cmd: dict[str, Any], session: Session) -> R
     return reply
 
 
-def handle_get_result(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_get_result(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     reply: Reply = {"ok": True}
     job_id = cmd.get("id")
     if job_id is not None:
@@ -77,34 +75,10 @@ def handle_get_result(broker: Broker, cmd: dict[str, Any], session: Session) -> 
     return reply
 
 
-def job_counts(broker: Broker, queue: str, split_paused: bool = True) -> dict[str, int]:
-    """GetJobCounts' counts. Without ``split_paused`` a paused queue's ready jobs stay waiting or
-    prioritized, as the original's `queue:counts` event counts them."""
-    q = broker.queues.get(queue)
-    if q is None:
-        return {
-            "waiting": 0, "prioritized": 0, "delayed": 0, "active": 0, "completed": 0, "failed": 0,
-            "waiting-children": 0, "paused": 0,
-        }
-    broker.promote_due(q, broker.clock())
-    paused = q.paused and split_paused
-    return {
-        "waiting": 0 if paused else q.n_waiting,
-        "prioritized": 0 if paused else q.n_prioritized,
-        "delayed": len(q.delayed),
-        "active": q.n_active,
-        "completed": q.n_completed,
-        "failed": broker.dlq.count(queue),
-        "waiting-children": q.n_waiting_children,
-        "paused": q.n_ready if paused else 0,
-    }
+def handle_get_job_counts(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "counts": broker.job_counts(options.queue_name(cmd))}
 
 
-def handle_get_job_counts(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "counts": job_counts(broker, options.queue_name(cmd))}
-
-
-def handle_count(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    q = broker.queues.get(options.queue_name(cmd))
-    return {"ok": True, "count": q.n_queued if q is not None else 0}
+def handle_count(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "count": broker.count_queued(options.queue_name(cmd))}
 

@@ -4,21 +4,20 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import options
-from bunqueue.broker.engine import Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 
 Reply = dict[str, Any]
 
 
-def handle_pause(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_pause(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     broker.pause(options.queue_name(cmd))
     return {"ok": True}
 
 
-def handle_resume(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_resume(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     broker.resume(options.queue_name(cmd))
     return {"ok": True}
 
 
-def handle_is_paused(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_is_paused(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     return {"ok": True, "paused": broker.is_paused(options.queue_name(cmd))}

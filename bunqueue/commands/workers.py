@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue.broker.engine import WORKER_ACTIVE, Session
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -20,7 +19,7 @@ def _queues(cmd: dict[str, Any]) -> list[str]:
     return queues
 
 
-def handle_register_worker(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_register_worker(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     name = options.optional_string(cmd, "name")
     queues = _queues(cmd)
     concurrency = options.finite_option(cmd, "concurrency")
@@ -28,27 +27,27 @@ def handle_register_worker(broker: Broker, cmd: dict[str, Any], session: Session
     hostname = options.optional_string(cmd, "hostname")
     pid = options.finite_option(cmd, "pid")
     started_at = options.finite_option(cmd, "startedAt")
-    worker = broker.workers.register(
+    worker = broker.register_worker(
         session.key, name, queues, 1 if concurrency is None else concurrency, worker_id, hostname, pid,
         started_at,
     )
-    return {"ok": True, "data": worker.view("workerId", WORKER_ACTIVE)}
+    return {"ok": True, "data": worker}
 
 
-def handle_unregister_worker(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    if not broker.workers.unregister(cmd.get("workerId")):
+def handle_unregister_worker(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    if not broker.unregister_worker(cmd.get("workerId")):
         raise CommandError(errors.WORKER_NOT_FOUND)
     return {"ok": True, "data": {"removed": True}}
 
 
-def handle_list_workers(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
-    return {"ok": True, "data": broker.workers.listing()}
+def handle_list_workers(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+    return {"ok": True, "data": broker.list_workers()}
 
 
-def handle_heartbeat(broker: Broker, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_heartbeat(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     active_jobs = options.finite_option(cmd, "activeJobs")
     processed = options.finite_option(cmd, "processed")
     failed = options.finite_option(cmd, "failed")
-    if not broker.workers.heartbeat(cmd.get("id"), active_jobs, processed, failed):
+    if not broker.worker_heartbeat(cmd.get("id"), active_jobs, processed, failed):
         raise CommandError(errors.WORKER_NOT_FOUND)
     return {"ok": True, "data": {"ok": True}}

@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from bunqueue import errors
-from bunqueue.broker.facade import Broker
+from bunqueue.broker.engine import Engine
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS, TIMED, Handler
 from bunqueue.errors import BadFrame, CommandError
@@ -52,7 +52,7 @@ class Client(Protocol):
 class CommandRunner:
     """Runs decoded requests against the broker; shared by every connection of every listener."""
 
-    def __init__(self, broker: Broker, store: Store, tokens: frozenset[str]) -> None:
+    def __init__(self, broker: Engine, store: Store, tokens: frozenset[str]) -> None:
         self.broker = broker
         self.store = store
         self.tokens = tokens
@@ -71,14 +71,14 @@ class CommandRunner:
     def handlers(self, handlers: dict[str, Handler]) -> None:
         # Each command's handler and, for a timed command, its latency histogram (see monitoring.timing):
         # one lookup per request.
-        latency = self.broker.counters.latency
+        latency = self.broker.latency_histograms()
         self.routes = {
             name: (handler, latency[TIMED[name]] if name in TIMED else None) for name, handler in handlers.items()
         }
 
     def new_session(self) -> Session:
         """A client connected (released with ``release``): Metrics counts it as an active connection."""
-        self.broker.counters.connections += 1
+        self.broker.connection_opened()
         return Session(authenticated=not self.tokens)
 
     def run_frame(self, body: bytes, client: Client, allowed: bool) -> Reply | None:
@@ -176,7 +176,7 @@ class CommandRunner:
         for task in client.tasks:
             task.cancel()
         self.broker.release_session(client.session)
-        self.broker.counters.connections -= 1
+        self.broker.connection_closed()
 
     # -- replies that come later -------------------------------------------------------------------
 

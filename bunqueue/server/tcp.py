@@ -95,11 +95,11 @@ class BrokerProtocol(asyncio.Protocol):
 
     def announce(self, name: str) -> None:
         """Tell the event streams (if any is open) that this connection came or went."""
-        events = self.runner.broker.events
-        if events.notices:
+        broker = self.runner.broker
+        if broker.hears_system_events():
             if self.client_id is None:
                 self.client_id = str(uuid.uuid4())
-            events.notify(name, {"clientId": self.client_id, "transport": "tcp"})
+            broker.system_event(name, {"clientId": self.client_id, "transport": "tcp"})
 
     def pause_writing(self) -> None:
         self.writing_paused = True

@@ -1,6 +1,6 @@
 """Webhook delivery on a thread of its own, so that it never competes with commands on the broker's loop.
 
-The broker only appends queue events to each webhook's bounded outbox (see ``monitoring.webhooks``) and,
+The broker only appends queue events to each webhook's bounded outbox (see ``webhooks.registry``) and,
 when the delivery side is idle, wakes it. The delivery thread runs its own event loop with one aiohttp
 session: it builds each body, signs it and POSTs it, one request per event as the receiver expects, with
 at most ``concurrency`` requests in flight per webhook. An attempt has a timeout; an event is attempted up

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from bunqueue.broker.components.queues import QueueLimits
+from bunqueue.broker.components.queuelimits import QueueLimits
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.timers.ratelimits import admit, took
 from bunqueue.options import js_finite
@@ -68,14 +68,14 @@ def test_admit_takes_concurrency_then_rate() -> None:
     q.limits.concurrency = 3
     q.limits.set_rate(2, 1000, None, T0)
     broker.push_many("q", [{"name": "j", "data": i} for i in range(5)])
-    assert admit(broker.rate_wakeups, q, 10, T0) == 2
+    assert admit(broker.limit_controls, q, 10, T0) == 2
     took(q, 2)
     q.n_active = 2
-    assert admit(broker.rate_wakeups, q, 10, T0) == 0
+    assert admit(broker.limit_controls, q, 10, T0) == 0
     # The refused rate schedules a wake-up for when the next token is due.
-    assert broker.rate_wakeups.due.when("q") == T0 + 500
+    assert broker.limit_controls.due.when("q") == T0 + 500
     q.n_active = 3
-    assert admit(broker.rate_wakeups, q, 10, T0 + 10_000) == 0
+    assert admit(broker.limit_controls, q, 10, T0 + 10_000) == 0
 
 
 def test_settings_round_trip() -> None:

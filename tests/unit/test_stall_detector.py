@@ -6,7 +6,7 @@ import pytest
 
 from bunqueue._testbase.clock import T0, FakeClock
 from bunqueue.broker import states
-from bunqueue.broker.components.queues import merged_config
+from bunqueue.broker.components.stallconfig import merged_config
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.broker.timers.deadlines import STALLS

@@ -10,7 +10,7 @@ from bunqueue.broker import states
 from bunqueue.broker.components.queues import Queues
 from bunqueue.storage import Store
 
-# WaitJob futures per job id (see broker.completion).
+# WaitJob futures per job id (see broker.jobwait).
 Waiters = dict[str, list[Any]]
 
 

@@ -1,4 +1,5 @@
-"""Out of the DLQ and out of completion: RetryDlq, PurgeDlq, RemoveDlqJob, SetDlqConfig, RetryCompleted.
+"""The DLQ and out of completion: Dlq, GetDlqStats, GetDlqConfig read it; RetryDlq, PurgeDlq, RemoveDlqJob,
+SetDlqConfig and RetryCompleted change it.
 
 The moves themselves (a retry, a restart of a completed job, the DLQ maintenance) are transitions
 (``Transitions.retry_dead``, ``requeue_completed``, ``maintain_dlq``).
@@ -11,6 +12,25 @@ from bunqueue.broker import states
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, Entry, merge_config
 from bunqueue.broker.wiring import Wiring
+
+
+def entries(broker: Wiring, queue: str, spec: dict[str, Any] | None) -> list[Entry]:
+    """A queue's DLQ entries, oldest first: all of them, or those the checked ``filter`` selects."""
+    if spec is None:
+        return broker.dlq.entries(queue)
+    return broker.dlq.select(queue, spec, broker.clock())
+
+
+def entry(broker: Wiring, job_id: str) -> Entry | None:
+    return broker.dlq.get(job_id)
+
+
+def stats(broker: Wiring, queue: str) -> dict[str, Any]:
+    return broker.dlq.stats(queue, broker.clock())
+
+
+def config(broker: Wiring, queue: str) -> dict[str, Any]:
+    return dict(broker.dlq.config(queue))
 
 
 def retry_entries(broker: Wiring, entries: list[Entry], now: float, job_id: str | None = None) -> int:

@@ -5,12 +5,13 @@ one step. With a durable store the graph's rows are committed in one transaction
 is published only after that commit (``prepare_graph``, then ``publish_graph`` or ``abandon_graph``),
 so no member is visible before every member is on disk; its ids are reserved meanwhile.
 
-A parent depends on its children through ``dependsOn`` (``broker.dependencies``); what a child's
-terminal failure does to its parent is ``broker.flowpolicy``. The flow metadata that clients read lives
+A parent depends on its children through ``dependsOn`` (``components.dependencies``); what a child's
+terminal failure does to its parent is ``components.flowpolicy``. The flow metadata that clients read lives
 inside ``data``: ``__childrenIds`` on parents, ``__parentId``/``__parentQueue`` on children.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from bunqueue import errors
@@ -65,6 +66,12 @@ def _taken(broker: Wiring, job_id: str) -> bool:
     )
 
 
+def commit_graph(broker: Wiring, jobs: list[Job]) -> asyncio.Future[str | None] | None:
+    """Hand a prepared graph to the store: the commit to await (resolving to None, or the error that
+    refused it) before ``publish_graph``, or None when there is nothing to wait for."""
+    return broker.store.graph_added(jobs) if jobs else None
+
+
 def publish_graph(broker: Wiring, jobs: list[Job]) -> None:
     """Every member becomes visible at once (within one turn of the loop)."""
     publish = broker.transitions.publish_member
@@ -101,6 +108,15 @@ def children_values(broker: Wiring, parent_id: Any) -> dict[str, Any]:
         elif kept is not None and child_id in kept:
             values[child_id] = kept[child_id]
     return values
+
+
+def failed_children_values(broker: Wiring, parent_id: str) -> dict[str, Any]:
+    """The failures of a parent's children that its flow policy recorded (GetFailedChildrenValues)."""
+    return dict(broker.flows.failed_values.get(parent_id, {}))
+
+
+def ignored_children_failures(broker: Wiring, parent_id: str) -> dict[str, Any]:
+    return dict(broker.flows.ignored_failures.get(parent_id, {}))
 
 
 def _completed(broker: Wiring, job_id: str) -> bool:

@@ -1,8 +1,8 @@
 """Job logs: AddLog, GetLogs, ClearLogs.
 
 Memory only, as in the reference: at most 100 entries per job (the oldest give way) and logs for at most
-10,000 jobs (the least recently written give way). A job's logs go with its record (``Broker.logs`` is
-cleared in ``_drop_from_memory``).
+10,000 jobs (the least recently written give way). A job's logs go with its record (``JobRecords.logs`` is
+cleared in ``JobRecords.drop_from_memory``).
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ out of the heap and put back, and a limited queue never holds up pulls of anothe
 Rate limit: a token bucket of ``limit`` tokens refilled continuously at ``limit`` per ``duration`` ms,
 full when set (as the reference). A ``ttl`` clears the limit by itself; the expiry is applied lazily
 whenever the limit is read, as in the reference. Long-pollers refused by the bucket are woken when a
-token is due: the queue goes into one heap keyed by queue name (``RateLimitWakeups``), served by one loop
-timer.
+token is due: the queue goes into one heap keyed by queue name (``QueueLimitControls.due``), served by one
+loop timer.
 
 Concurrency: at most ``limit`` active jobs. The count is the queue's exact active counter, so jobs that
 were already running when the limit was set count too. A job leaving active wakes one waiter.
@@ -22,7 +22,8 @@ from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
-from bunqueue.broker.components.queues import DEFAULT_RATE_DURATION, QueueLimits, Queues, QueueState
+from bunqueue.broker.components.queuelimits import DEFAULT_RATE_DURATION, QueueLimits
+from bunqueue.broker.components.queues import Queues, QueueState
 from bunqueue.broker.timers.deadlines import RATE_LIMITS, Alarms
 from bunqueue.storage import Store
 
@@ -30,7 +31,7 @@ from bunqueue.storage import Store
 NO_RATE_LIMIT_TTL = -2
 
 
-def admit(wakeups: RateLimitWakeups, q: QueueState, count: int, now: float) -> int:
+def admit(controls: QueueLimitControls, q: QueueState, count: int, now: float) -> int:
     """How many of ``count`` jobs a pull of limited queue ``q`` may claim now (0: none).
 
     Concurrency is checked first, then the rate, as in the reference. A rate refusal with jobs ready
@@ -46,12 +47,12 @@ def admit(wakeups: RateLimitWakeups, q: QueueState, count: int, now: float) -> i
         count = min(count, math.ceil(free))
     if limits.rate_max is not None:
         if limits.expire_rate(now):
-            wakeups.changed(q)
+            controls.changed(q)
             return count
         room = limits.rate_room(now)
         if room <= 0:
             if q.n_ready:
-                wakeups.wait(q, now)
+                controls.wait(q, now)
             return 0
         count = min(count, room)
     return count
@@ -70,9 +71,11 @@ def _limits_of(q: QueueState) -> QueueLimits:
     return q.limits
 
 
-class RateLimitWakeups:
-    """Queues whose long-pollers wait for a rate-limit token, by the time the token is due; and the
-    RateLimit/SetConcurrency changes, which persist the queue's controls and wake its long-pollers."""
+class QueueLimitControls:
+    """The queues' rate and concurrency limits: RateLimit/SetConcurrency and their clears, which persist
+    the queue's controls and wake its long-pollers; GetQueueLimits' status; and the queues whose
+    long-pollers wait for a rate-limit token, by the time the token is due (``due``, the RATE_LIMITS
+    deadline)."""
 
     def __init__(self, queues: Queues, store: Store, alarms: Alarms, events: EventHub | None = None) -> None:
         self.events = events if events is not None else EventHub()

@@ -24,7 +24,8 @@ from typing import Any
 from bunqueue._core.jobs import Job
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker import states
-from bunqueue.broker.components.queues import DEFAULT_STALL_CONFIG, Queues, QueueState
+from bunqueue.broker.components.queues import Queues, QueueState
+from bunqueue.broker.components.stallconfig import DEFAULT_STALL_CONFIG
 from bunqueue.broker.timers.deadlines import STALLS, Alarms
 
 # How long a stall must persist before it is acted on: the reference's stall check period.

@@ -48,7 +48,7 @@ class TransitionCore:
         factory: JobFactory,
         stalls: StallDetector,
         timeouts: JobTimeouts,
-        rate_wakeups: ratelimits.RateLimitWakeups,
+        limit_controls: ratelimits.QueueLimitControls,
         groups: GroupControls,
         events: eventhub.EventHub,
         store: Store,
@@ -67,7 +67,7 @@ class TransitionCore:
         self.factory = factory
         self.stalls = stalls
         self.timeouts = timeouts
-        self.rate_wakeups = rate_wakeups
+        self.limit_controls = limit_controls
         self.groups = groups
         self.events = events
         self.store = store
@@ -76,7 +76,7 @@ class TransitionCore:
         self.clock = clock
         # Pushes the successor of a repeating job after its ACK (set by the broker, which owns PUSH).
         self.repeats: RepeatChain | None = None
-        # Applies a child's failure policy to its parent (set by the broker; see broker.flows).
+        # Applies a child's failure policy to its parent (set by the broker; see components.flowpolicy).
         self.flows: FlowPolicies | None = None
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
         self._stall_checks = stalls.exact
@@ -309,7 +309,7 @@ class TransitionCore:
         if due is not None and due <= now:
             self.promote_due(q, now)
         if q.limits is not None:
-            count = ratelimits.admit(self.rate_wakeups, q, count, now)
+            count = ratelimits.admit(self.limit_controls, q, count, now)
         out: list[Job] = []
         jobs = self.jobs
         ready = q.ready

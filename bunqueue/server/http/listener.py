@@ -15,13 +15,11 @@ import importlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
-from bunqueue.monitoring.snapshot import totals
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.api import HttpApi
 from bunqueue.server.http.connection import HttpConnection, StreamServer
@@ -105,7 +103,7 @@ class HttpListener:
         self.settings = settings
         self.runner = runner
         self.commands = Commands(runner)
-        answers = Answers(self.commands, self.connection_counts, partial(totals, runner.broker))
+        answers = Answers(self.commands, self.connection_counts, runner.broker.totals)
         self.api = HttpApi(
             self.commands.now, answers, tokens=settings.tokens, cors_origins=settings.cors_origin,
             metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,

@@ -21,8 +21,6 @@ from aiohttp import WSMsgType, web
 
 from bunqueue import errors
 from bunqueue.broker.components import eventnames
-from bunqueue.commands.queries import job_counts
-from bunqueue.monitoring.streamsnapshots import health_snapshot, stats_snapshot, storage_snapshot
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
@@ -109,7 +107,7 @@ class WsClient:
 class EventFeed:
     def __init__(self, runner: CommandRunner, origin: str) -> None:
         self.runner = runner
-        self.hub = runner.broker.events
+        self.broker = runner.broker
         self.origin = origin
         self.streams: set[SseClient] = set()
         self.sockets: set[WsClient] = set()
@@ -127,16 +125,13 @@ class EventFeed:
 
     def joined(self) -> None:
         # The hub calls the feed only while a stream or socket is open, so jobs pay nothing otherwise.
-        if self.job_event not in self.hub.taps:
-            self.hub.add_tap(self.job_event)
-            self.hub.notices.append(self.system_event)
+        if self.broker.listen_all(self.job_event, self.system_event):
             for name, period in PERIODIC_S:
                 self.schedule_periodic(name, period)
 
     def left(self) -> None:
-        if not self.listening and self.job_event in self.hub.taps:
-            self.hub.remove_tap(self.job_event)
-            self.hub.notices.remove(self.system_event)
+        if not self.listening:
+            self.broker.unlisten_all(self.job_event, self.system_event)
             self.stop_periodic()
 
     # -- events in ---------------------------------------------------------------------------------
@@ -169,9 +164,8 @@ class EventFeed:
         due, self.counts_due = self.counts_due, {}
         if not self.listening:
             return
-        broker = self.runner.broker
         for queue in due:
-            counts = job_counts(broker, queue, split_paused=False)
+            counts = self.broker.job_counts(queue, split_paused=False)
             data: Event = {"queue": queue}
             for name in COUNTS_FIELDS:
                 data[name] = counts.get(name, 0)
@@ -192,14 +186,14 @@ class EventFeed:
         sockets = any(socket.wants(name) for socket in self.sockets)
         if not (self.streams or sockets):
             return
-        broker = self.runner.broker
+        broker = self.broker
         if name == eventnames.HEALTH_STATUS:
             if self.streams:
-                self.send_streams(name, health_snapshot(broker, "sse", len(self.streams)))
+                self.send_streams(name, broker.health_snapshot("sse", len(self.streams)))
             if sockets:
-                self.send_sockets(name, health_snapshot(broker, "ws", len(self.sockets)))
+                self.send_sockets(name, broker.health_snapshot("ws", len(self.sockets)))
             return
-        data = stats_snapshot(broker) if name == eventnames.STATS_SNAPSHOT else storage_snapshot(broker)
+        data = broker.stats_snapshot() if name == eventnames.STATS_SNAPSHOT else broker.storage_snapshot()
         self.system_event(name, data)
 
     def system_event(self, name: str, data: Event) -> None:
@@ -217,7 +211,7 @@ class EventFeed:
     def send_sockets(self, name: str, data: Event) -> None:
         for socket in self.sockets:
             if socket.wants(name):
-                socket.send({"event": name, "ts": self.hub.clock(), "data": data})
+                socket.send({"event": name, "ts": self.broker.clock(), "data": data})
 
     def write(self, client: SseClient, message: str) -> None:
         asyncio.ensure_future(self._write(client, message))
