@@ -7,7 +7,7 @@ What lives where:
 * ``keys`` (``UniqueKeys``), ``deps`` (``Dependencies``), ``dlq`` (``DeadLetters``), ``leases``;
 * ``transitions`` (``Transitions``): the only code that moves a job between states;
 * the deadline components, each built from the parts it uses: ``stalls``, ``timeouts``, ``workers``,
-  ``rate_wakeups``, and the DLQ's maintenance; ``deadline_handlers`` hands them to the server's timers.
+  ``rate_wakeups``, ``retention``, and the DLQ's maintenance; ``deadline_handlers`` hands them to the server's timers.
 
 No sockets, no awaits: every method runs to completion, so the event loop is the lock.
 """
@@ -37,6 +37,7 @@ from bunqueue.broker.timers.deadlines import (
     GROUP_LIMITS,
     LEASES,
     RATE_LIMITS,
+    RETENTION,
     STALLS,
     TIMEOUTS,
     WORKERS,
@@ -46,6 +47,7 @@ from bunqueue.broker.timers.deadlines import (
 )
 from bunqueue.broker.timers.groupcontrols import GroupControls
 from bunqueue.broker.timers.ratelimits import RateLimitWakeups
+from bunqueue.broker.timers.retention import CompletedRetention
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
@@ -88,15 +90,19 @@ class Wiring:
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token)
         self.rate_wakeups = RateLimitWakeups(self.queues, self.store, self.alarms)
         self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
+        self.retention = CompletedRetention(self.records, self.queues, self.store, self.alarms)
+        self.records.evicted_to_disk = self.retention.evicted
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
+            retention=self.retention,
             rate_wakeups=self.rate_wakeups, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
         # Flow parents' failure records and the ids of graphs being committed (see broker.flows).
         self.flows = t.flows = FlowPolicies(self.records)
         self.flows.transitions = t
+        self.retention.remove = self.remove_completed
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock)
         self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
@@ -129,6 +135,7 @@ class Wiring:
             GROUP_LIMITS: self.groups.expire,
             DLQ: t.maintain_dlq,
             CRON: self.crons.fire_due,
+            RETENTION: self.retention.expire,
         }
 
     def pending_deadlines(self) -> Iterator[tuple[str, float]]:
@@ -143,6 +150,7 @@ class Wiring:
             GROUP_LIMITS: self.groups.due.peek_time(),
             DLQ: self.dlq.next_due(),
             CRON: self.crons.next_due(),
+            RETENTION: self.retention.deadlines.peek_time(),
         }
         return ((kind, when) for kind, when in pending.items() if when is not None)
 
@@ -235,6 +243,11 @@ class Wiring:
     def group_depth(self, queue: str, group_id: str) -> int:
         q = self.queues.get(queue)
         return q.group_depth(group_id) if q is not None else 0
+
+    def remove_completed(self, job: Job) -> None:
+        """A completed job held in memory leaves the broker and the store, as Clean removes it."""
+        self.transitions.forget_completed(self.queues.of(job.queue), job.id)
+        self.transitions.remove(job)
 
     def promote_due(self, q: QueueState, now: float) -> None:
         self.transitions.promote_due(q, now)

@@ -49,6 +49,7 @@ class BrokerServer:
         )
         self.broker = Broker(max_completed_jobs=settings.max_completed_jobs, store=self.store)
         self.broker.workers.timeout_ms = settings.worker_timeout_ms
+        self.broker.retention.age_ms = settings.completed_retention_ms
         self.broker.counters.max_prometheus_queues = settings.metrics_max_queues
         hooks = self.broker.events.webhooks
         hooks.allow_private = settings.webhook_allow_private
