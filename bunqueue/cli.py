@@ -136,6 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     configure_logging(settings)
+    from bunqueue.backup.config import startup_error
+
+    refusal = startup_error(settings)
+    if refusal is not None:
+        logging.getLogger("bunqueue").error(refusal)
+        return 1
     from bunqueue.server.tls import TlsConfigError
     from bunqueue.storage.schema import StorageError
 

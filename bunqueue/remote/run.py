@@ -25,6 +25,7 @@ LOCAL_COMMANDS = {
     "version": "client and server versions",
     "health": "reachability, round-trip time and storage status",
     "doctor": "diagnostics: versions, storage, queues, dead letters",
+    "backup": "now | list | restore <key> [-f] | status: S3 backups of the data file (no server needed)",
     "healthcheck": "[url] HTTP container probe of /health (default 127.0.0.1:$HTTP_PORT); exit 0 or 1",
 }
 # A long-poll may legitimately take its whole timeout; the client waits that long plus a margin.
@@ -180,6 +181,10 @@ def main(argv: Sequence[str]) -> int:
             return 0
         if opts.words[0] == "healthcheck":
             return healthcheck.run(opts.words[1:])
+        if opts.words[0] == "backup":
+            from bunqueue.backup import cli as backup_cli
+
+            return backup_cli.run(opts.words[1:], opts.json)
         if opts.words[0] in LOCAL_COMMANDS:
             return _local(opts.words[0], opts)
         _, req = parse(opts.words)

@@ -9,6 +9,8 @@ import time
 from typing import TYPE_CHECKING
 
 from bunqueue._core.packer import ReplyPacker
+from bunqueue.backup.config import BackupConfig
+from bunqueue.backup.manager import BackupManager
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.facade import Broker
@@ -61,6 +63,10 @@ class BrokerServer:
             retry_delay_ms=settings.webhook_retry_delay_ms,
             concurrency=settings.webhook_concurrency,
         )
+        self.backups: BackupManager | None = None
+        if isinstance(self.store, SQLiteStore):
+            self.backups = BackupManager(BackupConfig.from_settings(settings), self.store, self.broker.events)
+            self.broker.counters.backup_metrics = self.backups.telemetry.snapshot
         self.runner = CommandRunner(self.broker, self.store, settings.tokens)
         self.connections: set[BrokerProtocol] = set()
         # One packer for every connection: packing is synchronous, so they never interleave.
@@ -83,6 +89,8 @@ class BrokerServer:
         self.broker.wake_at = self.deadlines.arm
         for kind, due in self.broker.pending_deadlines():
             self.deadlines.arm(kind, due)
+        if self.backups is not None:
+            self.backups.start(loop)
         tls = self.settings.tls_files
         ssl_context = server_context(*tls) if tls else None
         # HTTP first: a client that sees the TCP port open may use the HTTP port at once.
@@ -150,5 +158,7 @@ class BrokerServer:
             await self.http.close()
         if self.deadlines is not None:
             self.deadlines.cancel()
+        if self.backups is not None:
+            await self.backups.stop()
         await self.webhook_delivery.close(min(DRAIN_LIMIT_MS, max(0.0, deadline - now_ms())))
         await self.store.close()
