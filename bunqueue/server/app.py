@@ -6,6 +6,7 @@ import gc
 import logging
 import signal
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bunqueue._core.packer import ReplyPacker
@@ -16,6 +17,8 @@ from bunqueue.broker.clock import now_ms
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
+from bunqueue.monitoring import alerts
+from bunqueue.monitoring.alerts import ThresholdAlerts
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
@@ -76,6 +79,9 @@ class BrokerServer:
         # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits, DLQ).
         self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
+        self.alerts = ThresholdAlerts(self.broker, settings)
+        # The periodic checks and the statistics line: their next run, by name.
+        self.periodic: dict[str, asyncio.TimerHandle] = {}
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -91,6 +97,9 @@ class BrokerServer:
             self.deadlines.arm(kind, due)
         if self.backups is not None:
             self.backups.start(loop)
+        self.repeat("alerts", alerts.CHECK_INTERVAL_S, lambda: self.alerts.run(now_ms()))
+        if self.settings.stats_interval_ms > 0:
+            self.repeat("stats", self.settings.stats_interval_ms / 1000, self.log_stats)
         tls = self.settings.tls_files
         ssl_context = server_context(*tls) if tls else None
         # HTTP first: a client that sees the TCP port open may use the HTTP port at once.
@@ -107,6 +116,22 @@ class BrokerServer:
             backlog=1024,
             ssl=ssl_context,
         )
+
+    def repeat(self, name: str, seconds: float, action: Callable[[], None]) -> None:
+        """Run ``action`` every ``seconds`` until shutdown; a failure is logged and the next run still comes."""
+        loop = asyncio.get_running_loop()
+
+        def tick() -> None:
+            self.periodic[name] = loop.call_later(seconds, tick)
+            try:
+                action()
+            except Exception:
+                log.exception("the periodic %s run failed", name)
+
+        self.periodic[name] = loop.call_later(seconds, tick)
+
+    def log_stats(self) -> None:
+        alerts.stats_log.info(alerts.stats_line(self.broker, len(self.connections)))
 
     def new_connection(self) -> BrokerProtocol:
         return BrokerProtocol(self.runner, self.settings, self.packer, self.connections)
@@ -158,6 +183,8 @@ class BrokerServer:
             await self.http.close()
         if self.deadlines is not None:
             self.deadlines.cancel()
+        for handle in self.periodic.values():
+            handle.cancel()
         if self.backups is not None:
             await self.backups.stop()
         await self.webhook_delivery.close(min(DRAIN_LIMIT_MS, max(0.0, deadline - now_ms())))
