@@ -186,6 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         logging.getLogger("bunqueue").error("%s", problem)
         return 1
+    from bunqueue.backup.config import startup_error as backup_startup_error
+
+    refusal = backup_startup_error(settings)
+    if refusal is not None:
+        logging.getLogger("bunqueue").error(refusal)
+        return 1
     from bunqueue.server.tls import TlsConfigError
     from bunqueue.storage.postgres.errors import StartupFailed
     from bunqueue.storage.schema import StorageError

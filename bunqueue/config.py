@@ -153,6 +153,53 @@ OPTIONS: tuple[Option, ...] = (
         bool,
         "accept webhook URLs on loopback and private networks (metadata hosts stay refused)",
     ),
+    Option(
+        "completed_retention_ms",
+        ("BUNQUEUE_COMPLETED_RETENTION_MS", "COMPLETED_RETENTION_MS"),
+        None,
+        int,
+        "completed jobs are removed (memory and SQLite) this long after completing (ms; unset: kept)",
+        "--completed-retention-ms",
+    ),
+    Option("s3_backup_enabled", ("S3_BACKUP_ENABLED",), False, bool, "scheduled S3 backups of the SQLite file"),
+    Option("s3_access_key_id", ("S3_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"), "", str, "S3 access key id"),
+    Option("s3_secret_access_key", ("S3_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"), "", str, "S3 secret key"),
+    Option("s3_session_token", ("S3_SESSION_TOKEN", "AWS_SESSION_TOKEN"), None, str, "S3 session token"),
+    Option("s3_bucket", ("S3_BUCKET", "AWS_BUCKET"), "", str, "S3 bucket of the backups"),
+    Option("s3_endpoint", ("S3_ENDPOINT", "AWS_ENDPOINT"), None, str, "S3-compatible endpoint URL (unset: AWS S3)"),
+    Option(
+        "s3_virtual_hosted_style",
+        ("S3_VIRTUAL_HOSTED_STYLE",),
+        None,
+        bool,
+        "true: bucket.endpoint URLs; false: endpoint/bucket paths (unset: the client's choice)",
+    ),
+    Option("s3_region", ("S3_REGION", "AWS_REGION"), "us-east-1", str, "S3 region"),
+    Option("s3_backup_interval", ("S3_BACKUP_INTERVAL",), 6 * 60 * 60 * 1000, int, "time between backups (ms)"),
+    Option("s3_backup_retention", ("S3_BACKUP_RETENTION",), 7, int, "backups kept (the newest)"),
+    Option("s3_backup_prefix", ("S3_BACKUP_PREFIX",), "backups/", str, "key prefix of the backups"),
+    Option(
+        "queue_idle_threshold_ms",
+        ("QUEUE_IDLE_THRESHOLD_MS",),
+        30000,
+        int,
+        "queue:idle after a queue has had nothing waiting or active this long (ms; 0 = off)",
+    ),
+    Option(
+        "queue_size_threshold", ("QUEUE_SIZE_THRESHOLD",), 0, int, "queue:threshold at this many waiting (0 = off)"
+    ),
+    Option("memory_warning_mb", ("MEMORY_WARNING_MB",), 0, int, "server:memory-warning at this heap size (0 = off)"),
+    Option(
+        "storage_warning_mb", ("STORAGE_WARNING_MB",), 0, int, "storage:size-warning at this data file size (0 = off)"
+    ),
+    Option(
+        "worker_overload_threshold_ms",
+        ("WORKER_OVERLOAD_THRESHOLD_MS",),
+        30000,
+        int,
+        "worker:overloaded after a worker has been at its concurrency this long (ms; 0 = off)",
+    ),
+    Option("stats_interval_ms", ("STATS_INTERVAL_MS",), 300000, int, "time between queue statistics log lines (ms)"),
     Option("log_level", ("LOG_LEVEL",), "info", str, "debug | info | warn | error"),
     Option("log_format", ("LOG_FORMAT",), "text", str, "text | json"),
 )
@@ -202,6 +249,24 @@ class Settings:
     webhook_queue_size: int = _default("webhook_queue_size")
     webhook_concurrency: int = _default("webhook_concurrency")
     webhook_allow_private: bool = _default("webhook_allow_private")
+    completed_retention_ms: int | None = _default("completed_retention_ms")
+    s3_backup_enabled: bool = _default("s3_backup_enabled")
+    s3_access_key_id: str = _default("s3_access_key_id")
+    s3_secret_access_key: str = _default("s3_secret_access_key")
+    s3_session_token: str | None = _default("s3_session_token")
+    s3_bucket: str = _default("s3_bucket")
+    s3_endpoint: str | None = _default("s3_endpoint")
+    s3_virtual_hosted_style: bool | None = _default("s3_virtual_hosted_style")
+    s3_region: str = _default("s3_region")
+    s3_backup_interval: int = _default("s3_backup_interval")
+    s3_backup_retention: int = _default("s3_backup_retention")
+    s3_backup_prefix: str = _default("s3_backup_prefix")
+    queue_idle_threshold_ms: int = _default("queue_idle_threshold_ms")
+    queue_size_threshold: int = _default("queue_size_threshold")
+    memory_warning_mb: int = _default("memory_warning_mb")
+    storage_warning_mb: int = _default("storage_warning_mb")
+    worker_overload_threshold_ms: int = _default("worker_overload_threshold_ms")
+    stats_interval_ms: int = _default("stats_interval_ms")
     log_level: str = _default("log_level")
     log_format: str = _default("log_format")
 

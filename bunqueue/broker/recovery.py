@@ -5,6 +5,7 @@ from typing import Any
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.timers.retention import completed_time
 from bunqueue.broker.transitions import INTERRUPTED
 from bunqueue.broker.wiring import Wiring
 from bunqueue.storage.schema import Snapshot
@@ -42,6 +43,7 @@ def restore(broker: Wiring, snap: Snapshot) -> dict[str, int]:
         elif job.state == states.COMPLETED:
             broker.records.completed[job.id] = None
             q.completed[job.id] = None
+            broker.retention.completed(job.id, completed_time(job))
             counts["completed"] += 1
         elif job.state == states.FAILED:
             failed[job.id] = job
@@ -67,6 +69,8 @@ def restore(broker: Wiring, snap: Snapshot) -> dict[str, int]:
     if jobs:
         broker.factory.resume_after(max(job.seq for job in jobs))
     broker.crons.load(snap.crons)
+    for job_id, queue, completed_at in snap.completed_on_disk:
+        broker.retention.restored_on_disk(job_id, queue, completed_at)
     return counts
 
 

@@ -9,8 +9,8 @@ What lives where:
 * ``transitions`` (``Transitions``): the only code that moves a job between states;
 * ``events`` (``EventHub``): subscribers, stream taps and webhooks; ``counters``: the monitoring totals;
 * the deadline components, each built from the parts it uses: ``stalls``, ``timeouts``, ``workers``,
-  ``limit_controls``, ``groups``, ``crons`` and the DLQ's maintenance; ``deadline_handlers`` hands them to
-  the server's timers.
+  ``limit_controls``, ``groups``, ``crons``, ``retention`` and the DLQ's maintenance; ``deadline_handlers``
+  hands them to the server's timers.
 
 No sockets, no awaits: every method runs to completion, so the event loop is the lock.
 """
@@ -40,6 +40,7 @@ from bunqueue.broker.timers.deadlines import (
     GROUP_LIMITS,
     LEASES,
     RATE_LIMITS,
+    RETENTION,
     STALLS,
     TIMEOUTS,
     WORKERS,
@@ -49,6 +50,7 @@ from bunqueue.broker.timers.deadlines import (
 )
 from bunqueue.broker.timers.groupcontrols import GroupControls
 from bunqueue.broker.timers.ratelimits import QueueLimitControls
+from bunqueue.broker.timers.retention import CompletedRetention
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
@@ -91,15 +93,19 @@ class Wiring:
         self.workers = WorkerRegistry(clock, self.alarms, self.factory.new_token, self.events)
         self.limit_controls = QueueLimitControls(self.queues, self.store, self.alarms, self.events)
         self.groups = GroupControls(self.queues, self.store, self.alarms, clock)
+        self.retention = CompletedRetention(self.records, self.queues, self.store, self.alarms)
+        self.records.evicted_to_disk = self.retention.evicted
         self.transitions = t = Transitions(
             records=self.records, queues=self.queues, keys=self.keys, deps=self.deps, dlq=self.dlq,
             leases=self.leases, factory=self.factory, stalls=self.stalls, timeouts=self.timeouts,
+            retention=self.retention,
             limit_controls=self.limit_controls, groups=self.groups, events=self.events, store=self.store,
             alarms=self.alarms, counters=self.counters, clock=clock,
         )
         # Flow parents' failure records and the ids of graphs being committed (see components.flowpolicy).
         self.flows = t.flows = FlowPolicies(self.records)
         self.flows.transitions = t
+        self.retention.remove = self.remove_completed
         self.crons = CronRegistry(self.store, self.alarms, self.push, self.workers.serves, clock, self.events)
         self.counters.list_crons = self.crons.listing
         # A repeating job's successor goes through PUSH's own path, checks included.
@@ -132,6 +138,7 @@ class Wiring:
             GROUP_LIMITS: self.groups.expire,
             DLQ: t.maintain_dlq,
             CRON: self.crons.fire_due,
+            RETENTION: self.retention.expire,
         }
 
     def pending_deadlines(self) -> Iterator[tuple[str, float]]:
@@ -146,6 +153,7 @@ class Wiring:
             GROUP_LIMITS: self.groups.due.peek_time(),
             DLQ: self.dlq.next_due(),
             CRON: self.crons.next_due(),
+            RETENTION: self.retention.deadlines.peek_time(),
         }
         return ((kind, when) for kind, when in pending.items() if when is not None)
 
@@ -238,6 +246,11 @@ class Wiring:
     def group_depth(self, queue: str, group_id: str) -> int:
         q = self.queues.get(queue)
         return q.group_depth(group_id) if q is not None else 0
+
+    def remove_completed(self, job: Job) -> None:
+        """A completed job held in memory leaves the broker and the store, as Clean removes it."""
+        self.transitions.forget_completed(self.queues.of(job.queue), job.id)
+        self.transitions.remove(job)
 
     def promote_due(self, q: QueueState, now: float) -> None:
         self.transitions.promote_due(q, now)

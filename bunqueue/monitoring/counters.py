@@ -190,10 +190,12 @@ class Counters:
 
     ``list_crons`` is the hook through which a cron scheduler shows its schedules (dashboards, the
     Prometheus gauge): a callable returning one view per schedule, at least {name, queue, schedule,
-    repeatEvery, nextRun, executions} (the fields the dashboard overview shows).
+    repeatEvery, nextRun, executions} (the fields the dashboard overview shows). ``backup_metrics`` is
+    the server's backup counters by Prometheus name.
     """
 
     __slots__ = (
+        "backup_metrics",
         "completed",
         "connections",
         "failed",
@@ -217,6 +219,8 @@ class Counters:
         # Open client connections, kept by the server.
         self.connections = 0
         self.list_crons: Callable[[], list[dict[str, Any]]] = _no_crons
+        # Empty without a backup manager (memory mode): every backup series reads 0.
+        self.backup_metrics: Callable[[], dict[str, float]] = dict
         # METRICS_MAX_QUEUES: queues with labelled Prometheus series.
         self.max_prometheus_queues = 100
         # Command durations by kind ("push", "pull", "ack"), measured around the broker call.

@@ -83,7 +83,7 @@ class _BrokerCollector(Collector):
         yield from self.storage()
         yield from self.queues()
         yield from self.process()
-        yield from backups_off()
+        yield from backups(counters.backup_metrics())
         lat = counters.latency
         yield _histogram("bunqueue_push_duration_seconds", "Push operation latency in seconds", lat["push"])
         yield _histogram("bunqueue_pull_duration_seconds", "Pull operation latency in seconds", lat["pull"])
@@ -216,8 +216,8 @@ def _process_start_time() -> float:
 _IMPORTED_AT = time.time()
 
 
-# The reference's S3 backup families, as it reports them with backups off. This server makes no backups,
-# so they stay at these values: dashboards and alerts written for the reference find the series they expect.
+# The reference's S3 backup families, always present (zero with backups off, as the reference reports them):
+# dashboards and alerts written for the reference find the series they expect.
 BACKUP_FAMILIES = (
     ("bunqueue_backup_enabled", "gauge", "Whether scheduled S3 backup is enabled"),
     ("bunqueue_backup_scheduler_running", "gauge", "Whether the scheduled S3 backup timer is running"),
@@ -245,6 +245,7 @@ BACKUP_FAMILIES = (
 )
 
 
-def backups_off() -> Iterator[Metric]:
+def backups(values: dict[str, float]) -> Iterator[Metric]:
     for name, kind, doc in BACKUP_FAMILIES:
-        yield _counter(name, doc, 0) if kind == "counter" else _gauge(name, doc, 0)
+        value = values.get(name, 0.0)
+        yield _counter(name, doc, value) if kind == "counter" else _gauge(name, doc, value)

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from bunqueue import __version__
 from bunqueue.client import AuthenticationError, Connection, connect
+from bunqueue.remote import healthcheck
 from bunqueue.remote.argv import GlobalOptions, UsageError, parse_global
 from bunqueue.remote.render import block, render
 from bunqueue.remote.requests import FAMILIES, SUBCOMMANDS, parse
@@ -24,6 +25,8 @@ LOCAL_COMMANDS = {
     "version": "client and server versions",
     "health": "reachability, round-trip time and storage status",
     "doctor": "diagnostics: versions, storage, queues, dead letters",
+    "backup": "now | list | restore <key> [-f] | status: S3 backups of the data file (no server needed)",
+    "healthcheck": "[url] HTTP container probe of /health (default 127.0.0.1:$HTTP_PORT); exit 0 or 1",
 }
 # A long-poll may legitimately take its whole timeout; the client waits that long plus a margin.
 LONG_POLLS = frozenset({"PULL", "WaitJob"})
@@ -176,6 +179,12 @@ def main(argv: Sequence[str]) -> int:
         if opts.help or not opts.words or opts.words == ["help"]:
             print(help_text())
             return 0
+        if opts.words[0] == "healthcheck":
+            return healthcheck.run(opts.words[1:])
+        if opts.words[0] == "backup":
+            from bunqueue.backup import cli as backup_cli
+
+            return backup_cli.run(opts.words[1:], opts.json)
         if opts.words[0] in LOCAL_COMMANDS:
             return _local(opts.words[0], opts)
         _, req = parse(opts.words)

@@ -6,14 +6,19 @@ import gc
 import logging
 import signal
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bunqueue._core.packer import ReplyPacker
+from bunqueue.backup.config import BackupConfig
+from bunqueue.backup.manager import BackupManager
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
+from bunqueue.monitoring import alerts
+from bunqueue.monitoring.alerts import ThresholdAlerts
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
 from bunqueue.server.tcp import BrokerProtocol
@@ -58,6 +63,7 @@ class BrokerServer:
         self.store = _open_store(settings)
         self.broker = Broker(max_completed_jobs=settings.max_completed_jobs, store=self.store)
         self.broker.workers.timeout_ms = settings.worker_timeout_ms
+        self.broker.retention.age_ms = settings.completed_retention_ms
         self.broker.counters.max_prometheus_queues = settings.metrics_max_queues
         hooks = self.broker.events.webhooks
         hooks.allow_private = settings.webhook_allow_private
@@ -69,6 +75,10 @@ class BrokerServer:
             retry_delay_ms=settings.webhook_retry_delay_ms,
             concurrency=settings.webhook_concurrency,
         )
+        self.backups: BackupManager | None = None
+        if isinstance(self.store, SQLiteStore):
+            self.backups = BackupManager(BackupConfig.from_settings(settings), self.store, self.broker.events)
+            self.broker.counters.backup_metrics = self.backups.telemetry.snapshot
         self.runner = CommandRunner(self.broker, self.store, settings.tokens)
         self.connections: set[BrokerProtocol] = set()
         # One packer for every connection: packing is synchronous, so they never interleave.
@@ -78,6 +88,9 @@ class BrokerServer:
         # One loop timer per kind of broker deadline (leases, timeouts, stalls, workers, rate limits, DLQ).
         self.deadlines: DeadlineScheduler | None = None
         self.stopping: asyncio.Event | None = None
+        self.alerts = ThresholdAlerts(self.broker, settings)
+        # The periodic checks and the statistics line: their next run, by name.
+        self.periodic: dict[str, asyncio.TimerHandle] = {}
 
     async def start(self) -> None:
         if self.settings.storage == "postgres":
@@ -93,6 +106,11 @@ class BrokerServer:
         self.broker.wake_at = self.deadlines.arm
         for kind, due in self.broker.pending_deadlines():
             self.deadlines.arm(kind, due)
+        if self.backups is not None:
+            self.backups.start(loop)
+        self.repeat("alerts", alerts.CHECK_INTERVAL_S, lambda: self.alerts.run(now_ms()))
+        if self.settings.stats_interval_ms > 0:
+            self.repeat("stats", self.settings.stats_interval_ms / 1000, self.log_stats)
         tls = self.settings.tls_files
         ssl_context = server_context(*tls) if tls else None
         # HTTP first: a client that sees the TCP port open may use the HTTP port at once.
@@ -118,6 +136,22 @@ class BrokerServer:
 
         await prepare_database(PostgresConfig.from_settings(self.settings))
         raise StartupFailed(ENGINE_UNAVAILABLE)
+
+    def repeat(self, name: str, seconds: float, action: Callable[[], None]) -> None:
+        """Run ``action`` every ``seconds`` until shutdown; a failure is logged and the next run still comes."""
+        loop = asyncio.get_running_loop()
+
+        def tick() -> None:
+            self.periodic[name] = loop.call_later(seconds, tick)
+            try:
+                action()
+            except Exception:
+                log.exception("the periodic %s run failed", name)
+
+        self.periodic[name] = loop.call_later(seconds, tick)
+
+    def log_stats(self) -> None:
+        alerts.stats_log.info(alerts.stats_line(self.broker, len(self.connections)))
 
     def new_connection(self) -> BrokerProtocol:
         return BrokerProtocol(self.runner, self.settings, self.packer, self.connections)
@@ -172,5 +206,9 @@ class BrokerServer:
             await self.http.close()
         if self.deadlines is not None:
             self.deadlines.cancel()
+        for handle in self.periodic.values():
+            handle.cancel()
+        if self.backups is not None:
+            await self.backups.stop()
         await self.webhook_delivery.close(min(DRAIN_LIMIT_MS, max(0.0, deadline - now_ms())))
         await self.store.close()

@@ -114,6 +114,8 @@ class Snapshot:
     groups: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     crons: list[dict[str, Any]] = field(default_factory=list)
     webhooks: list[dict[str, Any]] = field(default_factory=list)
+    # Completed rows not brought into memory (past ``keep_completed``): (id, queue, completedAt).
+    completed_on_disk: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed: int) -> Snapshot:
@@ -129,14 +131,16 @@ def read_snapshot(conn: sqlite3.Connection, completed_state: int, keep_completed
         snap.jobs.append(_job(state, blob))
         if started is not None:
             snap.pulls[snap.jobs[-1].id] = float(started)
-    completed = sorted(
+    every_completed = sorted(
         (_job(state, blob) for state, blob in conn.execute(
             "SELECT state, record FROM jobs WHERE state = ?", (completed_state,)
         )),
         key=lambda job: (job.completed_at, job.seq),
         reverse=True,
-    )[:keep_completed]
+    )
+    completed = every_completed[:keep_completed]
     snap.jobs.extend(completed)
+    snap.completed_on_disk = [(job.id, job.queue, job.completed_at) for job in every_completed[keep_completed:]]
     kept = {job.id for job in completed}
     for job_id, blob in conn.execute("SELECT job_id, result FROM results"):
         if job_id in kept:

@@ -253,21 +253,30 @@ class SQLiteStore:
         )
         self.checkpointer.start()
 
-    async def close(self) -> None:
-        """Write everything still pending, checkpoint the WAL and stop the writer."""
-        if self.retry_handle is not None:
-            self.retry_handle.cancel()
-            self.retry_handle = None
+    async def committed(self) -> str | None:
+        """Wait until every change notified so far is committed; the error text if a commit failed."""
         while self.in_flight is not None or self.pending:
             if self.in_flight is None:
+                if self.retry_handle is not None:
+                    self.retry_handle.cancel()
+                    self.retry_handle = None
                 self._flush()
             batch = self.in_flight
             assert batch is not None and self.loop is not None
             if batch.ticket is None:
                 batch.ticket = self.loop.create_future()
-            if await asyncio.shield(batch.ticket) is not None:
-                log.error("shutting down with changes that could not be written: %s", self.status["error"])
-                break
+            failure = await asyncio.shield(batch.ticket)
+            if failure is not None:
+                return failure
+        return None
+
+    async def close(self) -> None:
+        """Write everything still pending, checkpoint the WAL and stop the writer."""
+        if self.retry_handle is not None:
+            self.retry_handle.cancel()
+            self.retry_handle = None
+        if await self.committed() is not None:
+            log.error("shutting down with changes that could not be written: %s", self.status["error"])
         self.stopping = True
         self.checkpoint_wanted.set()
         self.work.put(None)

@@ -3,6 +3,7 @@ completed jobs kept in memory, and the proofs of completions whose record is gon
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from bunqueue._core.jobs import Job
@@ -48,6 +49,8 @@ class JobRecords:
         self.waiters: Waiters = {}
         # The DLQ's auto-retry generations (``DeadLetters.generations``): they go with the record.
         self.generations = generations
+        # Told (job id, queue) of a completed job whose memory copy is evicted while the store keeps its row.
+        self.evicted_to_disk: Callable[[str, str], None] = _ignore_eviction
 
     def delete(self, job: Job) -> None:
         self.drop_from_memory(job)
@@ -93,6 +96,7 @@ class JobRecords:
                 q = self.queues.of(job.queue)
                 if self.store.persistent:
                     q.completed.pop(job_id, None)
+                    self.evicted_to_disk(job_id, job.queue)
                 else:
                     q.forget_completed(job_id)
                 self.drop_from_memory(job)
@@ -120,3 +124,7 @@ class JobRecords:
             if found is not None and found[2]:
                 return True, found[1]
         return False, None
+
+
+def _ignore_eviction(job_id: str, queue: str) -> None:
+    pass

@@ -3,12 +3,12 @@ broker, through the per-queue heaps and id sets of ``QueueState``.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.queues import QueueState
+from bunqueue.broker.timers.retention import completed_time
 from bunqueue.broker.wiring import Wiring
 
 # Clean's state names for queued jobs: all of them select every waiting, prioritized and delayed job.
@@ -60,6 +60,7 @@ def _remove_queue(broker: Wiring, queue: str) -> None:
         t.forget_completed(q, job_id)
         t.remove(jobs[job_id])
     t.drop_dead_letters(queue, [entry["job"].id for entry in broker.dlq.clear(queue)])
+    broker.retention.forget_queue(queue)
     q.n_completed = 0
     broker.store.queue_changed(queue, None)
     # Completed jobs evicted from memory are still rows of a durable store.
@@ -114,16 +115,11 @@ def _clean_queued(broker: Wiring, q: QueueState, threshold: float, limit: int) -
     return removed
 
 
-def _completed_at(job: Job) -> float:
-    when = job.completed_at
-    return job.created_at if math.isnan(when) else when
-
-
 def _clean_completed(broker: Wiring, q: QueueState, threshold: float, limit: int) -> list[str]:
     jobs = broker.jobs
-    old = [job for job in map(jobs.__getitem__, q.completed) if _completed_at(job) <= threshold]
+    old = [job for job in map(jobs.__getitem__, q.completed) if completed_time(job) <= threshold]
     removed = []
-    for job in _oldest(old, limit, lambda job: (_completed_at(job), job.id)):
+    for job in _oldest(old, limit, lambda job: (completed_time(job), job.id)):
         broker.transitions.forget_completed(q, job.id)
         broker.transitions.remove(job)
         removed.append(job.id)

@@ -1,7 +1,8 @@
 """The kinds of broker deadline, and how the broker asks for a wake-up.
 
 The broker has no event loop. Each kind of deadline (leases, job timeouts, stall checks, worker
-staleness, rate-limit windows, group windows, DLQ maintenance, cron runs) lives in one heap owned by a
+staleness, rate-limit windows, group windows, DLQ maintenance, cron runs,
+completed-job retention) lives in one heap owned by a
 broker component, and the component calls ``Alarms.arm(kind, when)`` (the broker's ``wake_at``) whenever
 that kind may now be due earlier than anything armed. The server keeps one loop timer per kind, armed for
 its earliest deadline (``bunqueue.server.scheduler``); when it fires it calls the kind's handler, which
@@ -23,8 +24,10 @@ GROUP_LIMITS = "group-limits"
 DLQ = "dlq"
 # Cron schedules: the earliest next run (bunqueue.broker.timers.cronregistry).
 CRON = "cron"
+# Completed-job retention by age: the earliest removal (bunqueue.broker.timers.retention).
+RETENTION = "retention"
 
-KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, GROUP_LIMITS, DLQ, CRON)
+KINDS = (LEASES, TIMEOUTS, STALLS, WORKERS, RATE_LIMITS, GROUP_LIMITS, DLQ, CRON, RETENTION)
 
 # Settles what is due at `now` (epoch ms); returns the next deadline of its kind, or None.
 Handler = Callable[[float], "float | None"]

@@ -26,6 +26,7 @@ from bunqueue.broker.timers import ratelimits
 from bunqueue.broker.timers.cronregistry import is_spawned
 from bunqueue.broker.timers.deadlines import LEASES, Alarms
 from bunqueue.broker.timers.groupcontrols import GroupControls
+from bunqueue.broker.timers.retention import CompletedRetention
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.transitions.moves import CHECKED, check_move
@@ -48,6 +49,7 @@ class TransitionCore:
         factory: JobFactory,
         stalls: StallDetector,
         timeouts: JobTimeouts,
+        retention: CompletedRetention,
         limit_controls: ratelimits.QueueLimitControls,
         groups: GroupControls,
         events: eventhub.EventHub,
@@ -67,6 +69,7 @@ class TransitionCore:
         self.factory = factory
         self.stalls = stalls
         self.timeouts = timeouts
+        self.retention = retention
         self.limit_controls = limit_controls
         self.groups = groups
         self.events = events
@@ -479,6 +482,8 @@ class TransitionCore:
             q.n_completed += 1
             completed = records.completed
             completed[job_id] = None
+            if self.retention.age_ms is not None:
+                self.retention.completed(job_id, now)
             if len(completed) > records.max_completed_jobs:
                 records.evict_completed()
         self.counters.on_completed(job.queue, now)
