@@ -67,6 +67,10 @@ def rows(q: str) -> dict[str, Row]:
             lambda r: {"cmd": "PULL", "queue": q},
             lambda r: {"cmd": "ACK", "id": r[0]["id"]},
         ], lambda r: [("job:dependencies-resolved", {"jobId": r[1]["id"], "queue": q + "-next"})]),
+        # flow:pushed is no name Subscribe takes: the family's pattern gets it, as in the original.
+        "flow:pushed": (["flow:*"], [
+            lambda r: {"cmd": "PUSHF", "jobs": flow(q)},
+        ], lambda r: [("flow:pushed", {"jobs": 3, "queues": 2})]),
         # A flow's parent waits for its children as for dependencies: both are told, as in the original.
         "flow:completed": (["flow:completed", "job:dependencies-resolved"], [
             lambda r: {"cmd": "PUSHF", "jobs": flow(q)},
