@@ -1,5 +1,5 @@
-"""PUSHB 100 over TCP with no stream open and with one WebSocket subscribed to ``job:*`` (which reads its
-events as they come), on a fresh server per case; prints batches per second for each.
+"""PUSHB 100 over TCP with no stream open, with one WebSocket subscribed to ``job:*`` and with one subscribed
+to ``*`` (each reads its events as they come), on a fresh server per case; prints batches per second for each.
 
     python -m benchmarks.stream_events [--batches 300] [--rounds 3]
 """
@@ -27,9 +27,9 @@ def push_batches(port: int, batches: int) -> float:
     return batches / elapsed
 
 
-async def with_subscriber(http_port: int, tcp_port: int, batches: int) -> float:
+async def with_subscriber(http_port: int, tcp_port: int, batches: int, events: str) -> float:
     async with aiohttp.ClientSession() as session, session.ws_connect(f"http://127.0.0.1:{http_port}/ws") as ws:
-        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": ["job:*"]}))
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": [events]}))
         await ws.receive_str()
         received = 0
 
@@ -48,15 +48,16 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    for label in ("no stream", "one job:* subscriber"):
+    for events in (None, "job:*", "*"):
+        label = "no stream" if events is None else f"one {events} subscriber"
         rates = []
         for _ in range(args.rounds):
             server = ServerProcess(env={"RATE_LIMIT_MAX_REQUESTS": "100000000"}).start()
             try:
-                if label == "no stream":
+                if events is None:
                     rates.append(push_batches(server.port, args.batches))
                 else:
-                    rates.append(asyncio.run(with_subscriber(server.http_port, server.port, args.batches)))
+                    rates.append(asyncio.run(with_subscriber(server.http_port, server.port, args.batches, events)))
             finally:
                 server.stop()
         each = ", ".join(f"{rate:.0f}" for rate in rates)

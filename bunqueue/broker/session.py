@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ class Session:
     very set (``Job.holder``), so completing a job and closing a connection both cost O(1) per job.
     """
 
-    __slots__ = ("authenticated", "deliver", "frame_size", "held", "key", "subscribed", "waiting")
+    __slots__ = ("authenticated", "deliver", "frame_size", "held", "identity", "key", "subscribed", "waiting")
 
     def __init__(self, authenticated: bool = True) -> None:
         self.key = next(_ids)
@@ -29,3 +30,10 @@ class Session:
         # the server: the broker only calls it).
         self.subscribed: str | None = None
         self.deliver: Callable[[dict[str, Any]], None] | None = None
+        # The clientId events name this client by, made when an event first needs it.
+        self.identity: str | None = None
+
+    def client_id(self) -> str:
+        if self.identity is None:
+            self.identity = str(uuid.uuid4())
+        return self.identity

@@ -25,7 +25,7 @@ from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
-from bunqueue.broker.components import eventhub, repeatchain
+from bunqueue.broker.components import eventhub, eventnames, repeatchain
 from bunqueue.broker.components.deadletters import DeadLetters
 from bunqueue.broker.components.dependencies import Dependencies
 from bunqueue.broker.components.flowpolicy import FlowPolicies
@@ -187,7 +187,16 @@ class Wiring:
         for i, parent in parents.items():
             if self.jobs.get(ids[i]) is jobs[i]:
                 self.flows.adopt(parent, ids[i], False)
+        if self.events.notices and len(jobs) > 1:
+            self._batch_pushed(queue, jobs, ids)
         return ids
+
+    def _batch_pushed(self, queue: str, jobs: list[Job], ids: list[str]) -> None:
+        """batch:pushed, as the original tells a batch of more than one job that admitted any."""
+        inserted = sum(1 for job, job_id in zip(jobs, ids) if self.jobs.get(job_id) is job)
+        if inserted:
+            self.events.notify(eventnames.BATCH_PUSHED, {
+                "queue": queue, "total": len(jobs), "inserted": inserted, "duplicates": len(jobs) - inserted})
 
     def _check_batch(self, items: list[Any], jobs: list[Job], positions: list[int], now: float) -> dict[int, Job]:
         """The checks against the broker of the batch's jobs at ``positions`` (custom ids, dependencies,
@@ -280,7 +289,7 @@ class Wiring:
         Not while the server stops: the jobs stay active, and the next start charges them an interrupted
         attempt, as the reference does after a graceful stop.
         """
-        self.workers.drop_session(session.key)
+        self.workers.drop_session(session)
         self.events.unsubscribe(session)
         if self.stopping:
             return 0

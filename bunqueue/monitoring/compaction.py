@@ -7,6 +7,7 @@ import gc
 import logging
 from typing import TYPE_CHECKING
 
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.ops import listing
 from bunqueue.monitoring.snapshot import process_memory
 
@@ -46,6 +47,9 @@ def compact(broker: Wiring) -> dict[str, int]:
         _malloc_trim(0)  # type: ignore[operator]
     freed["rssBytes"] = before - process_memory().rss
     log.info("compacted memory: %s", ", ".join(f"{k} {v}" for k, v in freed.items()))
+    if broker.events.notices:
+        # The original's event carries no field.
+        broker.events.notify(eventnames.MEMORY_COMPACTED, {})
     return freed
 
 

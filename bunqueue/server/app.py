@@ -14,6 +14,7 @@ from bunqueue.backup.config import BackupConfig
 from bunqueue.backup.manager import BackupManager
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.recovery import restore
 from bunqueue.config import Settings
@@ -100,7 +101,7 @@ class BrokerServer:
         self.stopping = asyncio.Event()
         # Signals are handled before the port opens: whoever sees the port may stop the server at once.
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_stop)
+            loop.add_signal_handler(sig, self.request_stop, sig)
         self.recover(loop)
         self.deadlines = DeadlineScheduler(loop, self.broker.deadline_handlers())
         self.broker.wake_at = self.deadlines.arm
@@ -179,9 +180,13 @@ class BrokerServer:
         host, port = self.tcp_server.sockets[0].getsockname()[:2]
         return host, port
 
-    def request_stop(self) -> None:
-        if self.stopping is not None:
-            self.stopping.set()
+    def request_stop(self, sig: signal.Signals | None = None) -> None:
+        if self.stopping is None:
+            return
+        # A signal's stop is told to the open streams (server:shutdown), once, as the original tells it.
+        if sig is not None and not self.stopping.is_set() and self.broker.events.notices:
+            self.broker.events.notify(eventnames.SERVER_SHUTDOWN, {"signal": sig.name})
+        self.stopping.set()
 
     async def serve_until_stopped(self) -> None:
         assert self.stopping is not None

@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from bunqueue import errors
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.engine import Engine
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS, TIMED, Handler
@@ -155,6 +156,8 @@ class CommandRunner:
     def refuse(self, request: dict[str, Any], session: Session, allowed: bool) -> Reply:
         """The reply to a request that names no command the session may run now (Auth included)."""
         if not allowed:
+            if self.broker.hears_system_events():
+                self.broker.system_event(eventnames.RATELIMIT_HIT, {"clientId": session.client_id()})
             return {"ok": False, "error": errors.RATE_LIMIT_EXCEEDED}
         name = request.get("cmd")
         if name is None or name == "":
@@ -169,6 +172,8 @@ class CommandRunner:
         if self.tokens and check_token(token, self.tokens):
             session.authenticated = True
             return {"ok": True}
+        if self.broker.hears_system_events():
+            self.broker.system_event(eventnames.AUTH_FAILED, {"clientId": session.client_id()})
         return {"ok": False, "error": errors.INVALID_TOKEN}
 
     def release(self, client: Client) -> None:

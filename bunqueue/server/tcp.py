@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections import deque
 from typing import Any
 
@@ -68,8 +67,6 @@ class BrokerProtocol(asyncio.Protocol):
         # Event frames for this client, written together at the end of the loop turn that made them.
         self.outbox: list[dict[str, Any]] = []
         self.closed = False
-        # The id the event streams know this connection by; made when a stream first needs it.
-        self.client_id: str | None = None
 
     # -- connection lifecycle ----------------------------------------------------------------------
 
@@ -97,9 +94,7 @@ class BrokerProtocol(asyncio.Protocol):
         """Tell the event streams (if any is open) that this connection came or went."""
         broker = self.runner.broker
         if broker.hears_system_events():
-            if self.client_id is None:
-                self.client_id = str(uuid.uuid4())
-            broker.system_event(name, {"clientId": self.client_id, "transport": "tcp"})
+            broker.system_event(name, {"clientId": self.session.client_id(), "transport": "tcp"})
 
     def pause_writing(self) -> None:
         self.writing_paused = True

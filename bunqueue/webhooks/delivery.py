@@ -25,6 +25,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bunqueue.broker.clock import now_ms
+from bunqueue.broker.components import eventnames
 from bunqueue.webhooks.registry import EventRecord, Webhook, WebhookRegistry, payload_of
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ class WebhookDelivery:
         self.looked_at = 0.0
         self.deferred_at = 0.0
         self.slice_end = 0.0
+        # The broker's loop, to which the thread hands webhook:fired and webhook:failed (see ``_tell``).
+        self.broker_loop: asyncio.AbstractEventLoop | None = None
         registry.wake = self.wake
         registry.prepare = self.prepare
 
@@ -118,6 +121,11 @@ class WebhookDelivery:
         """Start the delivery thread (it loads its HTTP client and waits for events)."""
         if self.closed or self.loop is not None:
             return
+        try:
+            self.broker_loop = asyncio.get_running_loop()
+        except RuntimeError:
+            # Started outside a loop (a broker driven without a server): outcomes are not told.
+            self.broker_loop = None
         self.loop = new_loop()
         self.thread = threading.Thread(target=self._run, name="bunqueue-webhooks", daemon=True)
         self.thread.start()
@@ -256,9 +264,21 @@ class WebhookDelivery:
                     if 200 <= resp.status < 300:
                         hook.success_count += 1
                         hook.last_triggered = now_ms()
+                        if self.registry.notices:
+                            self._tell(eventnames.WEBHOOK_FIRED, {
+                                "webhookId": hook.id, "url": hook.url, "event": payload["event"]})
                         return
                     last_error = f"HTTP {resp.status}"
             except self.send_errors as exc:
                 last_error = str(exc) or type(exc).__name__
         hook.failure_count += 1
         log.debug("webhook %s: delivery failed after %d attempts: %s", hook.id, self.max_attempts, last_error)
+        if self.registry.notices:
+            self._tell(eventnames.WEBHOOK_FAILED, {
+                "webhookId": hook.id, "url": hook.url, "event": payload["event"], "error": last_error})
+
+    def _tell(self, name: str, data: dict[str, Any]) -> None:
+        """A delivery's outcome, told on the broker's loop: its listeners are not for this thread to call.
+        Built only while a stream listens (the caller looks at ``notices`` first)."""
+        if self.broker_loop is not None and not self.broker_loop.is_closed():
+            self.broker_loop.call_soon_threadsafe(self.registry.notify, name, data)

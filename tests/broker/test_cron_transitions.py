@@ -9,6 +9,7 @@ from bunqueue.broker import states
 from bunqueue.broker.recovery import restore
 from bunqueue.broker.timers.deadlines import CRON, LEASES, STALLS
 from bunqueue.broker.timers.stalls import STALL_CONFIRM_MS
+from bunqueue.errors import CommandError
 from bunqueue.storage.schema import Snapshot
 
 
@@ -88,3 +89,19 @@ def test_ack_pushes_the_successor_of_a_repeating_job(world: World) -> None:
     world.pull()
     world.send({"cmd": "ACK", "id": successor.id})
     assert len(world.broker.jobs) == 2
+
+
+def test_a_run_whose_push_fails_is_told_as_missed(world: World) -> None:
+    told: list[tuple[str, dict[str, object]]] = []
+    world.broker.events.notices.append(lambda name, data: told.append((name, data)))
+    world.send({"cmd": "Cron", "name": "c", "queue": QUEUE, "data": {}, "repeatEvery": 1000, "immediately": True})
+    told.clear()
+
+    def refused(queue: str, opts: dict[str, object]) -> str:
+        raise CommandError("queue refused the job")
+
+    world.broker.crons.push = refused
+    world.settle(CRON, T0)
+    # Told as the original writes a thrown error; the run stays counted and the next one is scheduled.
+    assert told == [("cron:missed", {"name": "c", "queue": QUEUE, "error": "Error: queue refused the job"})]
+    assert world.broker.crons.get("c").executions == 1

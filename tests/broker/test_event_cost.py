@@ -1,4 +1,4 @@
-"""With no stream, subscriber or webhook, a batch push builds no event: the hub is never called."""
+"""With no stream, subscriber or webhook, a batch push or pull builds no event: the hub is never called."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +12,7 @@ from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS
 
 
-def test_pushb_of_100_calls_no_event_path_while_nobody_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pushb_and_pullb_of_100_call_no_event_path_while_nobody_listens(monkeypatch: pytest.MonkeyPatch) -> None:
     broker = Broker(clock=FakeClock(T0))
     hub = broker.events
     calls: list[str] = []
@@ -31,9 +31,15 @@ def test_pushb_of_100_calls_no_event_path_while_nobody_listens(monkeypatch: pyte
     reply = HANDLERS["PUSHB"](broker, {"cmd": "PUSHB", "queue": "q", "jobs": [{"data": i} for i in range(100)]},
                               Session())
     assert reply["ok"] is True and len(reply["ids"]) == 100
+    pulled = HANDLERS["PULLB"](broker, {"cmd": "PULLB", "queue": "q", "count": 100}, Session())
+    assert len(pulled["jobs"]) == 100
     assert calls == []
-    # The same batch with a system-event listener goes through the hub (the counter can count).
-    hub.notices.append(lambda name, data: None)
+    # The same with a system-event listener goes through the hub (the counter can count): one event a batch.
+    told: list[str] = []
+    hub.notices.append(lambda name, data: told.append(name))
     HANDLERS["PUSHB"](broker, {"cmd": "PUSHB", "queue": "q", "jobs": [{"data": 1}, {"data": 2}]}, Session())
+    HANDLERS["PULLB"](broker, {"cmd": "PULLB", "queue": "q", "count": 2}, Session())
+    HANDLERS["PUSHB"](broker, {"cmd": "PUSHB", "queue": "q", "jobs": [{"data": 3}]}, Session())
     HANDLERS["Drain"](broker, {"cmd": "Drain", "queue": "q"}, Session())
-    assert calls == ["notify"]
+    assert told == ["batch:pushed", "batch:pulled", "queue:drained"]
+    assert calls == ["notify"] * 3

@@ -66,6 +66,17 @@ class FlowPolicies:
         self.reserved: set[str] = set()
         self.transitions: ParentMoves | None = None
 
+    def finished_flow(self, parent_id: str) -> dict[str, Any] | None:
+        """flow:completed's fields when every child of the parent has completed, else None."""
+        parent = self.jobs.get(parent_id)
+        children = parent.children_ids if parent is not None else None
+        if parent is None or not children:
+            return None
+        records = self.records
+        if not all(c in records.completed or c in records.completion_proofs for c in children):
+            return None
+        return {"parentJobId": parent_id, "queue": parent.queue, "childrenCount": len(children)}
+
     def parent_of_push(self, job: Job) -> Job | None:
         """The existing parent a pushed job joins (``Queue.add`` with ``parent: {id, queue}``), or None.
 

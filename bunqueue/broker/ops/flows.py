@@ -17,7 +17,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.components import flowgraph
+from bunqueue.broker.components import eventnames, flowgraph
 from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
 from bunqueue.broker.ops.jobcontrol import cancel, check_lease
 from bunqueue.broker.wiring import Wiring
@@ -79,6 +79,9 @@ def publish_graph(broker: Wiring, jobs: list[Job]) -> None:
     for job in jobs:
         reserved.discard(job.id)
         publish(job)
+    # No name Subscribe takes, as in the original: `*` and `flow:*` streams get it.
+    if jobs and broker.events.notices:
+        broker.events.notify(eventnames.FLOW_PUSHED, {"jobs": len(jobs), "queues": len({job.queue for job in jobs})})
 
 
 def abandon_graph(broker: Wiring, jobs: list[Job]) -> None:

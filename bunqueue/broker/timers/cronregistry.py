@@ -33,6 +33,8 @@ SPAWNED_KEY_PREFIX = "cron:"
 MAX_SAFE_INTEGER = 2**53 - 1
 # The per-job options a cron passes on to every job it spawns.
 JOB_OPTION_KEYS = ("maxAttempts", "backoff", "timeout", "delay", "stallTimeout", "removeOnComplete", "removeOnFail")
+# cron:skipped's reason for a run skipped because no live worker serves the queue.
+NO_WORKER = "no-worker"
 FLAGS = (
     ("skipMissedOnRestart", True),
     ("skipIfNoWorker", False),
@@ -355,12 +357,22 @@ class CronRegistry:
             # No alarm: fire_due answers the next run, for which the timer is armed again.
             self._schedule(cron, wake=False)
         if skip:
+            if self.events.notices:
+                self.events.notify(
+                    eventnames.CRON_SKIPPED, {"name": cron.name, "queue": cron.queue, "reason": NO_WORKER})
             return
         try:
             self.push(cron.queue, cron.job_options_for_push())
         except CommandError as exc:
             # The run stays counted: its state was handed to the store first, as in the reference.
             log.warning("cron %r could not push its job: %s", cron.name, exc.message)
+            if self.events.notices:
+                # The reason as the original writes a thrown error: "Error: <message>".
+                self.events.notify(eventnames.CRON_MISSED, {
+                    "name": cron.name, "queue": cron.queue, "error": f"Error: {exc.message}"})
+            return
+        if self.events.notices:
+            self.events.notify(eventnames.CRON_FIRED, {"name": cron.name, "queue": cron.queue})
 
     # -- heap --------------------------------------------------------------------------------------
 

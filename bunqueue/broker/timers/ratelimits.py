@@ -35,21 +35,27 @@ def admit(controls: QueueLimitControls, q: QueueState, count: int, now: float) -
     """How many of ``count`` jobs a pull of limited queue ``q`` may claim now (0: none).
 
     Concurrency is checked first, then the rate, as in the reference. A rate refusal with jobs ready
-    schedules a wake-up of the queue's long-pollers for when a token is due.
+    schedules a wake-up of the queue's long-pollers for when a token is due. A limit that holds back a
+    ready job the pull would have taken is told (concurrency:rejected, ratelimit:rejected).
     """
     limits = q.limits
     assert limits is not None
     concurrency = limits.concurrency
     if concurrency is not None:
-        free = concurrency - q.n_active
-        if free <= 0:
-            return 0
-        count = min(count, math.ceil(free))
+        free = max(math.ceil(concurrency - q.n_active), 0)
+        if free < count:
+            if q.n_ready > free and controls.events.notices:
+                controls.events.notify(eventnames.CONCURRENCY_REJECTED, {"queue": q.name})
+            if not free:
+                return 0
+            count = free
     if limits.rate_max is not None:
         if limits.expire_rate(now):
             controls.changed(q)
             return count
         room = limits.rate_room(now)
+        if room < count and q.n_ready > max(room, 0) and controls.events.notices:
+            controls.events.notify(eventnames.RATELIMIT_REJECTED, {"queue": q.name})
         if room <= 0:
             if q.n_ready:
                 controls.wait(q, now)

@@ -18,6 +18,7 @@ from bunqueue._core.jobs import wire_number
 from bunqueue._core.timers import TimerHeap
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
+from bunqueue.broker.session import Session
 from bunqueue.broker.timers.deadlines import WORKERS, Alarms
 
 DEFAULT_WORKER_TIMEOUT_MS = 30_000
@@ -155,14 +156,20 @@ class WorkerRegistry:
         if failed is not None:
             self.total_failed += failed - worker.failed
             worker.failed = failed
+        if self.events.notices:
+            self.events.notify(eventnames.WORKER_HEARTBEAT, {"workerId": worker.id})
         return True
 
-    def drop_session(self, session_key: int) -> None:
-        """The connection closed: its workers go."""
+    def drop_session(self, session: Session) -> None:
+        """The connection closed: its workers go, each told with the connection's client id."""
+        session_key = session.key
         for worker_id in self.by_session.pop(session_key, ()):
             worker = self.workers.get(worker_id)
             if worker is not None and worker.session_key == session_key:
                 self._drop(worker)
+                if self.events.notices:
+                    self.events.notify(eventnames.WORKER_DISCONNECTED, {
+                        "workerId": worker.id, "name": worker.name, "clientId": session.client_id()})
 
     def _drop(self, worker: Worker) -> None:
         del self.workers[worker.id]
@@ -226,4 +233,6 @@ class WorkerRegistry:
                 self.removal.push(worker_id, when)
             else:
                 self._drop(worker)
+                if self.events.notices:
+                    self.events.notify(eventnames.WORKER_REMOVED_STALE, {"workerId": worker.id, "name": worker.name})
         return self.removal.peek_time()

@@ -13,7 +13,7 @@ from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import states
-from bunqueue.broker.components import eventhub
+from bunqueue.broker.components import eventhub, eventnames
 from bunqueue.broker.components.deadletters import DeadLetters
 from bunqueue.broker.components.dependencies import Dependencies
 from bunqueue.broker.components.flowpolicy import FlowPolicies
@@ -34,6 +34,9 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store
 
 QUEUED = (states.READY, states.DELAYED)
+# job:deduplicated's strategy: the owner's key ttl extended, or the push simply answered with the owner.
+DEDUP_EXTEND = "extend"
+DEDUP_DEFAULT = "default"
 
 
 class TransitionCore:
@@ -209,14 +212,22 @@ class TransitionCore:
                     self.records.delete(owner)
             elif job.deduplication_extend and job.deduplication_ttl:
                 keys.extend(job, owner_id, now)
+                # Told of an owner still queued only, as the original tells it.
+                if self.events.notices and self.jobs[owner_id].state in QUEUED:
+                    self._deduplicated(job.queue, owner_id, DEDUP_EXTEND)
                 return owner_id
             else:
                 self.counters.on_event(job.queue)
                 if self.events.wanted:
                     self.events.emit(job.queue, eventhub.DUPLICATED, owner_id)
+                if self.events.notices:
+                    self._deduplicated(job.queue, owner_id, DEDUP_DEFAULT)
                 return owner_id
         keys.take(job, now)
         return None
+
+    def _deduplicated(self, queue: str, owner_id: str, strategy: str) -> None:
+        self.events.notify(eventnames.JOB_DEDUPLICATED, {"queue": queue, "jobId": owner_id, "strategy": strategy})
 
     # -- flows ---------------------------------------------------------------------------------------
 
@@ -344,6 +355,9 @@ class TransitionCore:
                 if job.group_id is not None:
                     q.groups.unclaim(job.group_id, now)
                 self.remove(job)
+                if self.events.notices:
+                    self.events.notify(eventnames.JOB_EXPIRED, {
+                        "queue": q.name, "jobId": job_id, "ttl": ttl, "age": now - job.created_at})
                 continue
             if checked:
                 check_move(job, states.ACTIVE)
@@ -378,6 +392,8 @@ class TransitionCore:
             if self.events.wanted:
                 for job in out:
                     self.events.emit(q.name, eventhub.PULLED, job.id)
+            if len(out) > 1 and self.events.notices:
+                self.events.notify(eventnames.BATCH_PULLED, {"queue": q.name, "count": len(out)})
             if q.limits is not None:
                 ratelimits.took(q, len(out))
             if watch_was_empty and watch:
@@ -492,6 +508,13 @@ class TransitionCore:
         if job_id in self.dependents:
             for parked in self.deps.released_by(job_id):
                 self.promote_dependent(parked, now)
+                if self.events.notices:
+                    self.events.notify(
+                        eventnames.JOB_DEPENDENCIES_RESOLVED, {"jobId": parked.id, "queue": parked.queue})
+        if job.parent_id is not None and self.events.notices and self.flows is not None:
+            finished = self.flows.finished_flow(job.parent_id)
+            if finished is not None:
+                self.events.notify(eventnames.FLOW_COMPLETED, finished)
         if job.repeat is not None and self.repeats is not None:
             self.repeats.completed(job, now)
         if job.children_ids and self.flows is not None:

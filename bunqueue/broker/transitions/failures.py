@@ -233,23 +233,39 @@ class Transitions(TransitionCore):
     def maintain_dlq(self, now: float) -> float | None:
         """Run the DLQ work that is due (automatic retries first, then expiry); the next due time."""
         dlq = self.dlq
+        # Queue -> [entries retried, entries expired], counted only while a stream listens.
+        told: dict[str, list[int]] | None = {} if self.events.notices else None
         for entry in dlq.pop_due(now):
             queue = entry["job"].queue
             config = dlq.config(queue)
             retry = can_auto_retry(entry, config, now)
             if retry and self.retry_dead(entry, now, True):
+                if told is not None:
+                    told.setdefault(queue, [0, 0])[0] += 1
                 continue
             expires_at = entry["expiresAt"]
             if is_expired(entry, now):
                 dlq.remove(queue, entry["job"].id)
                 self.drop_dead_letters(queue, [entry["job"].id])
+                if told is not None:
+                    told.setdefault(queue, [0, 0])[1] += 1
             elif retry:
                 # Its unique key is held by another live job: try again later (or expire first).
                 retry_at = now + BLOCKED_RETRY_DELAY
                 dlq.postpone(entry, retry_at if expires_at is None else min(retry_at, expires_at))
             else:
                 dlq.schedule(entry, config)
+        if told:
+            self._dlq_maintained(told)
         return dlq.next_due()
+
+    def _dlq_maintained(self, told: dict[str, list[int]]) -> None:
+        """dlq:auto-retried, then dlq:expired, for each queue with any, as the original's maintenance."""
+        for queue, (retried, expired) in told.items():
+            if retried:
+                self.events.notify(eventnames.DLQ_AUTO_RETRIED, {"queue": queue, "count": retried})
+            if expired:
+                self.events.notify(eventnames.DLQ_EXPIRED, {"queue": queue, "count": expired})
 
     # -- deadlines -----------------------------------------------------------------------------------
 

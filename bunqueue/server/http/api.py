@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bunqueue import errors
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.engine import Engine
 from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.encoding import dumps
@@ -49,7 +51,7 @@ def is_stream_path(path: str) -> bool:
 class HttpApi:
     def __init__(self, now: Callable[[Reply, int], Reply | Awaitable[Reply]], answers: Answers, *,
                  tokens: frozenset[str], cors_origins: str, metrics_auth: bool, rate_limit: int,
-                 rate_window_ms: int) -> None:
+                 rate_window_ms: int, engine: Engine | None = None) -> None:
         # A command's reply, or an awaitable of it when the command waits, given the size of the body that
         # carried it (the job-data size check looks at large ones only, as for TCP frames).
         self.now = now
@@ -62,6 +64,8 @@ class HttpApi:
         self.limiters: dict[str, RequestRateLimiter] = {}
         self.cors = {"Access-Control-Allow-Origin": cors_origins}
         self.preflight = {"Access-Control-Allow-Origin": cors_origins, **PREFLIGHT_HEADERS}
+        # Refusals are told to the event streams (ratelimit:hit, auth:failed) while one is open.
+        self.engine = engine
 
     # -- responses ---------------------------------------------------------------------------------
 
@@ -90,7 +94,11 @@ class HttpApi:
         limiter = self.limiters.get(key)
         if limiter is None:
             limiter = self.limiters[key] = RequestRateLimiter(self.rate_limit, self.rate_window_ms)
-        return limiter.allow()
+        if limiter.allow():
+            return True
+        if self.engine is not None and self.engine.hears_system_events():
+            self.engine.system_event(eventnames.RATELIMIT_HIT, {"clientId": key})
+        return False
 
     # -- dispatch ----------------------------------------------------------------------------------
 
@@ -111,6 +119,9 @@ class HttpApi:
         if not self.allowed(headers.get("x-forwarded-for"), headers.get("x-real-ip")):
             return self.error(errors.RATE_LIMIT_EXCEEDED, 429, cors=False)
         if not self.authorized(headers.get("authorization")):
+            # A refused stream is not told, as in the original.
+            if self.engine is not None and self.engine.hears_system_events() and not is_stream_path(path):
+                self.engine.system_event(eventnames.AUTH_FAILED, {"transport": "http"})
             return self.error("Unauthorized", 401, cors=False)
         if is_stream_path(path):
             return STREAM

@@ -107,7 +107,7 @@ class HttpListener:
         self.api = HttpApi(
             self.commands.now, answers, tokens=settings.tokens, cors_origins=settings.cors_origin,
             metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,
-            rate_window_ms=settings.rate_limit_window_ms,
+            rate_window_ms=settings.rate_limit_window_ms, engine=runner.broker,
         )
         self.tcp_connections = tcp_connections
         self.listening: asyncio.Server | None = None
