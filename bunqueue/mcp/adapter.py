@@ -38,7 +38,6 @@ class Mode:
     port: int = DEFAULT_PORT
     token: str | None = None
     pool_size: int = DEFAULT_POOL_SIZE
-    data_path: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Mode:
@@ -81,7 +80,8 @@ class Adapter:
         if mode.name == "tcp":
             transport = TcpTransport(mode.host, mode.port, mode.token, pool_size=mode.pool_size)
         else:
-            transport = EmbeddedTransport(mode.data_path)
+            # The data path comes from the environment, read by the embedded engine itself.
+            transport = EmbeddedTransport()
         return cls(transport, mode)
 
     async def connect(self) -> None:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from conftest import mcp_server
 
@@ -145,3 +148,20 @@ async def test_tcp_mode_adds_the_job_on_the_server() -> None:
     finally:
         raw.close()
         server.stop()
+
+
+async def test_embedded_mode_keeps_its_jobs_in_sqlite_with_data_path(tmp_path: Path) -> None:
+    env = {"DATA_PATH": str(tmp_path / "jobs.db")}
+    async with mcp_server(env) as mcp:
+        job_id = (await mcp.ok("bunqueue_add_job", {"queue": "kept", "name": "n", "data": {"v": 1}}))["jobId"]
+    async with mcp_server(env) as mcp:
+        job = await mcp.ok("bunqueue_get_job", {"jobId": job_id})
+        assert job["queue"] == "kept" and job["data"] == {"v": 1}
+
+
+def test_without_the_sdk_the_command_says_how_to_install_it() -> None:
+    probe = "import sys; sys.modules['mcp'] = None; from bunqueue.cli import main; raise SystemExit(main(['mcp']))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == ("[bunqueue-mcp] The MCP server requires the MCP SDK (the 'mcp' extra).\n"
+                           "Install it with:  pip install 'bunqueue[mcp]'\n")
