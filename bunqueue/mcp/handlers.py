@@ -7,6 +7,7 @@ are refused at connect time, as for webhooks.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +77,7 @@ class HandlerRegistry:
         for queue in list(self.workers):
             await self.unregister(queue)
 
-    def _processor(self, handler: Handler) -> Any:
+    def _processor(self, handler: Handler) -> Callable[[Any], Awaitable[dict[str, Any]]]:
         timeout_s = (handler.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
         allow_private = self.allow_private
 

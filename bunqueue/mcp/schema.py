@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 from bunqueue import errors
 
 Schema = dict[str, Any]
-Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+#: A tool: its checked arguments to the text of its result.
+Handler = Callable[[dict[str, Any]], Awaitable[str]]
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 #: Where a recursive schema's definition lives, and the name the original gives it.
 RECURSIVE_REF = "__schema0"
@@ -96,10 +97,8 @@ class ToolArgumentsError(ValueError):
     """Arguments that do not fit the tool's schema: the call fails before the tool runs."""
 
 
-_JSON_TYPES = {"string": "string", "number": "number", "boolean": "boolean", "array": "array"}
-
-
 def _received(value: Any) -> str:
+    """The JSON type of ``value``, in the words of a schema's ``type``."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -114,20 +113,18 @@ def _received(value: Any) -> str:
 
 
 def _expected(schema: Schema) -> str:
-    kind = schema.get("type")
-    if kind == "object":
-        return "record" if "propertyNames" in schema else "object"
-    return _JSON_TYPES.get(str(kind), "value")
+    """What the original's texts call a schema's type: an object of any keys is a record."""
+    kind = str(schema.get("type"))
+    return "record" if kind == "object" and "propertyNames" in schema else kind
 
 
 def _check(schema: Schema, value: Any, path: str, issues: list[str], definition: Schema | None) -> None:
-    ref = schema.get("$ref")
-    if ref is not None and definition is not None:
+    if "$ref" in schema and definition is not None:
         schema = definition
     kind = schema.get("type")
     if kind is None:
         return
-    if _received(value) != {"record": "object"}.get(_expected(schema), _expected(schema)):
+    if _received(value) != kind:
         issues.append(errors.MCP_EXPECTED.format(expected=_expected(schema), received=_received(value), path=path))
         return
     if kind == "number":

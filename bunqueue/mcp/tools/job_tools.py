@@ -6,7 +6,7 @@ from typing import Any
 from bunqueue import errors
 from bunqueue.mcp import shapes
 from bunqueue.mcp.adapter import Adapter, ToolFailure
-from bunqueue.mcp.schema import Tool, array, number, obj, record, string
+from bunqueue.mcp.schema import Handler, Tool, array, number, obj, record, string
 
 JOB_ID = string("Job ID")
 
@@ -42,7 +42,7 @@ def tools(adapter: Adapter) -> list[Tool]:
         reply = await send({"cmd": "GetResult", "id": a["jobId"]})
         return shapes.text(shapes.defined(jobId=a["jobId"], result=reply.get("result")), pretty=True)
 
-    def flag(cmd: str, *echo: str) -> Any:
+    def flag(cmd: str, *echo: str) -> Handler:
         """A tool that reports whether the broker did ``cmd`` on the job, echoing some arguments."""
 
         async def run(a: dict[str, Any]) -> str:

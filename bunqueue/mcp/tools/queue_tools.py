@@ -6,7 +6,7 @@ from typing import Any
 
 from bunqueue.mcp import shapes
 from bunqueue.mcp.adapter import Adapter
-from bunqueue.mcp.schema import Tool, enum, number, string
+from bunqueue.mcp.schema import Handler, Tool, enum, number, string
 
 QUEUE = string("Queue name")
 STATES = ("waiting", "delayed", "active", "completed", "failed")
@@ -46,7 +46,7 @@ async def counts_per_priority(adapter: Adapter, queue: str) -> dict[str, int]:
 def tools(adapter: Adapter) -> list[Tool]:
     call = adapter.call
 
-    def done(cmd: str, message: str | None = None, *, count: str | None = None, echo: str | None = None) -> Any:
+    def done(cmd: str, message: str | None = None, *, count: str | None = None, echo: str | None = None) -> Handler:
         """A tool that runs ``cmd`` on a queue and reports success, a message, a count or an echoed limit."""
 
         async def run(a: dict[str, Any]) -> str:
