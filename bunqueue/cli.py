@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bunqueue",
         description="A job-queue broker that speaks the bunqueue wire protocol.",
-        epilog="client commands (push, pull, job, queue, dlq, stats, ...): bunqueue help",
+        epilog="client commands (push, pull, job, queue, dlq, stats, ...): bunqueue help; "
+               "MCP server: bunqueue mcp --help",
     )
     parser.add_argument("--version", action="version", version=f"bunqueue {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -149,7 +150,12 @@ def _refuse(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if _client_command(sys.argv[1:] if argv is None else argv):
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["mcp"]:
+        from bunqueue.mcp.launch import main as mcp_main
+
+        return mcp_main(words[1:], prog="bunqueue mcp")
+    if _client_command(words):
         from bunqueue.remote.run import main as client_main
 
         return client_main(list(sys.argv[1:] if argv is None else argv))

@@ -601,3 +601,18 @@ class UnrecoverableError(BunqueueError):
 
 CLIENT_CLOSED = "client is closed"
 BLOCKING_ON_LOOP = "a blocking client call cannot run on the client's own event-loop thread"
+
+# MCP server: the tool error texts of the original's bunqueue-mcp.
+MCP_JOB_NOT_FOUND = JOB_NOT_FOUND
+MCP_CRON_NOT_FOUND = "Cron not found"
+MCP_FLOW_NOT_FOUND = "Flow not found"
+MCP_UNKNOWN_TOOL = "Tool {name} not found"
+MCP_INVALID_ARGUMENTS = "Input validation error: Invalid arguments for tool {name}: {issues}"
+MCP_EXPECTED = "Invalid input: expected {expected}, received {received} at {path}"
+MCP_BAD_OPTION = "Invalid option: expected one of {options} at {path}"
+MCP_TOO_SMALL_NUMBER = "Too small: expected number to be >={limit} at {path}"
+MCP_TOO_BIG_NUMBER = "Too big: expected number to be <={limit} at {path}"
+MCP_TOO_FEW_ITEMS = "Too small: expected array to have >={limit} items at {path}"
+MCP_INVALID_URL = "Invalid URL at {path}"
+MCP_NO_DATA = ("Failed to gather bunqueue data: {error}\n\n"
+               "The server may be unreachable. Check connectivity and try again.")
