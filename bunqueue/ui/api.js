@@ -43,6 +43,9 @@ export async function act(method, path, body) {
 
 export const q = (name) => encodeURIComponent(name);
 
+// The event a view's listener gets when the stream (re)connects.
+export const STREAM_OPEN = "stream:open";
+
 // The server's event stream, parsed as Server-Sent Events; reconnects after a drop. onEvent(name, data).
 export function openStream(onEvent, onState) {
   let stopped = false;

@@ -1,7 +1,7 @@
 // The dashboard's router: the path picks a view, links and back/forward change it without a reload
 // (History API), one event stream feeds whichever view is shown.
 
-import { get, openStream, setToken, token, Unauthorized } from "./api.js";
+import { get, openStream, setToken, STREAM_OPEN, token, Unauthorized } from "./api.js";
 import { append, clear, h, link } from "./dom.js";
 import { jobView } from "./job.js";
 import { overview } from "./overview.js";
@@ -38,6 +38,8 @@ function showLive(state) {
   }
   liveBadge.textContent = state;
   liveBadge.dataset.state = state;
+  // What changed before the stream (re)connected was not heard: the view reads its data again.
+  if (state === "live" && listener) listener(STREAM_OPEN, {});
 }
 
 function askToken(message) {

@@ -1,6 +1,6 @@
 // `/ui/jobs/<id>`: everything the broker keeps of one job, and the actions that apply to it.
 
-import { act, get, q } from "./api.js";
+import { act, get, q, STREAM_OPEN } from "./api.js";
 import { append, clear, confirmAction, h, link, notice, pretty, section, table, when } from "./dom.js";
 
 function field(label, value) {
@@ -10,6 +10,14 @@ function field(label, value) {
 const OPTIONS = ["priority", "maxAttempts", "backoff", "timeout", "ttl", "delay", "lifo", "removeOnComplete",
   "removeOnFail", "uniqueKey", "customId", "groupId", "tags", "repeat", "durable", "stallTimeout",
   "stackTraceLimit", "keepLogs", "failParentOnFailure", "dependsOn"];
+
+// A child's result among its parent's children values, which are keyed "<queue>:<id>".
+function childValue(children, id) {
+  const values = children && children.data && children.data.values;
+  if (!values) return undefined;
+  const found = Object.entries(values).find(([key]) => key === id || key.endsWith(`:${id}`));
+  return found ? found[1] : undefined;
+}
 
 export function jobView(view, live, params, navigate) {
   const id = params[0];
@@ -68,12 +76,16 @@ export function jobView(view, live, params, navigate) {
     append(body, h("p", { class: "muted", "data-field": "removed" }, "This job was removed."), link("/ui/", "All queues"));
   }
 
+  // Loads may overlap (an event, an action); only the latest one draws.
+  let latest = 0;
+
   async function load() {
     if (gone) return;
+    const mine = ++latest;
     const reply = await get(`/jobs/${q(id)}`);
-    if (gone) return;
-    clear(body);
+    if (gone || mine !== latest) return;
     if (!reply.ok) {
+      clear(body);
       append(body, h("p", { class: "error" }, reply.error || "Job not found"));
       return;
     }
@@ -82,6 +94,8 @@ export function jobView(view, live, params, navigate) {
       get(`/jobs/${q(id)}/logs`),
       (job.childrenIds || []).length ? get(`/jobs/${q(id)}/children`) : null,
       job.state === "failed" ? get(`/queues/${q(job.queue)}/dlq`) : null]);
+    if (gone || mine !== latest) return;
+    clear(body);
     const entry = dlq ? (dlq.entries || []).find((e) => e.job && e.job.id === job.id) : null;
     const options = {};
     for (const name of OPTIONS) if (job[name] !== undefined && job[name] !== null) options[name] = job[name];
@@ -115,10 +129,11 @@ export function jobView(view, live, params, navigate) {
         ? h("ol", { class: "logs" }, logs.data.logs.map((l) => h("li", {}, h("time", {}, when(l.timestamp)), " ",
           l.level ? `[${l.level}] ` : "", l.message ?? "")))
         : h("p", { class: "muted" }, "No log line.")),
-      (job.childrenIds || []).length ? section("Children", h("ul", {}, job.childrenIds.map((c) => h("li", {},
-        link(`/ui/jobs/${q(c)}`, h("code", {}, c)),
-        children && children.data && children.data.values && c in children.data.values
-          ? ` → ${pretty(children.data.values[c])}` : "")))) : null);
+      (job.childrenIds || []).length ? section("Children", h("ul", {}, job.childrenIds.map((c) => {
+        const value = childValue(children, c);
+        return h("li", { "data-child": c }, link(`/ui/jobs/${q(c)}`, h("code", {}, c)),
+          value === undefined ? "" : ` → ${JSON.stringify(value)}`);
+      }))) : null);
   }
 
   let refresh = 0;
@@ -133,6 +148,7 @@ export function jobView(view, live, params, navigate) {
     }, ms);
   };
   live.listen((event, data) => {
+    if (event === STREAM_OPEN) refreshSoon(0);
     if (!data || data.jobId !== id || gone) return;
     if (event === "job:removed") removed();
     else refreshSoon(100);

@@ -1,7 +1,7 @@
 // `/ui/`: every queue with its counts, paused state and limits; throughput and latency; workers, crons and
 // storage. Counts follow the event stream (`queue:counts`, `queue:paused`/`resumed`) without a reload.
 
-import { get, q } from "./api.js";
+import { get, q, STREAM_OPEN } from "./api.js";
 import { lineChart } from "./chart.js";
 import { ago, append, clear, h, link, section, table, when } from "./dom.js";
 
@@ -22,17 +22,31 @@ function limitsText(limits) {
   return parts.length ? parts.join(", ") : "none";
 }
 
+function limitsOf(reply) {
+  return reply && reply.data ? reply.data.limits : null;
+}
+
 function queueRow(row, dlq, limits) {
   const cells = {};
-  for (const name of COUNTS) cells[name] = h("td", { class: "num", "data-count": name }, row.counts[name] ?? 0);
-  cells.dlq = h("td", { class: "num", "data-count": "dlq" }, dlq ?? 0);
-  cells.paused = h("td", { "data-field": "paused" }, row.paused ? "paused" : "running");
+  for (const name of COUNTS) cells[name] = h("td", { class: "num", "data-count": name });
+  cells.dlq = h("td", { class: "num", "data-count": "dlq" });
+  cells.paused = h("td", { "data-field": "paused" });
+  cells.limits = h("td", { "data-field": "limits" });
   const tr = h("tr", { "data-queue": row.name },
     h("th", { scope: "row" }, link(`/ui/queues/${q(row.name)}`, row.name)),
-    COUNTS.map((name) => cells[name]), cells.dlq, cells.paused,
-    h("td", { "data-field": "limits" }, limitsText(limits)));
-  tr.classList.toggle("is-paused", !!row.paused);
-  return { tr, cells };
+    COUNTS.map((name) => cells[name]), cells.dlq, cells.paused, cells.limits);
+  // When an event last changed the row's counts or state.
+  const made = { tr, cells, heard: 0 };
+  fill(made, row, dlq, limits);
+  return made;
+}
+
+function fill(made, row, dlq, limits) {
+  for (const name of COUNTS) made.cells[name].textContent = String(row.counts[name] ?? 0);
+  made.cells.dlq.textContent = String(dlq ?? 0);
+  made.cells.paused.textContent = row.paused ? "paused" : "running";
+  made.cells.limits.textContent = limitsText(limits);
+  made.tr.classList.toggle("is-paused", !!row.paused);
 }
 
 export function overview(view, live) {
@@ -51,12 +65,24 @@ export function overview(view, live) {
     section("Storage", storage));
 
   async function loadQueues() {
+    const started = performance.now();
     const [summary, dash] = await Promise.all([get("/queues/summary"), get("/dashboard/queues?limit=500")]);
     const dlq = new Map((dash.queues || []).map((r) => [r.name, r.dlq]));
     const limits = await Promise.all(summary.map((r) => get(`/queues/${q(r.name)}/limits`)));
+    const names = summary.map((row) => row.name);
+    if (names.length && names.length === rows.size && names.every((n) => rows.has(n))) {
+      // The same queues: their cells change in place, so a row being clicked stays where it is.
+      // A row that an event updated after this read began already shows newer counts than the read.
+      summary.forEach((row, i) => {
+        const made = rows.get(row.name);
+        if (made.heard < started) fill(made, row, dlq.get(row.name), limitsOf(limits[i]));
+        else made.cells.limits.textContent = limitsText(limitsOf(limits[i]));
+      });
+      return;
+    }
     rows.clear();
     const trs = summary.map((row, i) => {
-      const made = queueRow(row, dlq.get(row.name), limits[i].data && limits[i].data.limits);
+      const made = queueRow(row, dlq.get(row.name), limitsOf(limits[i]));
       rows.set(row.name, made);
       return made.tr;
     });
@@ -120,18 +146,20 @@ export function overview(view, live) {
         return;
       }
       for (const key of COUNTS) if (key in data) row.cells[key].textContent = String(data[key]);
+      row.heard = performance.now();
     } else if (name === "queue:paused" || name === "queue:resumed") {
       const row = rows.get(data.queue);
       if (row) {
         row.cells.paused.textContent = name === "queue:paused" ? "paused" : "running";
         row.tr.classList.toggle("is-paused", name === "queue:paused");
+        row.heard = performance.now();
       }
     } else if (name === "stats:snapshot") {
       for (const [queue, counts] of Object.entries(data.queues || {})) {
         const row = rows.get(queue);
         if (row) row.cells.dlq.textContent = String(counts.dlq ?? 0);
       }
-    } else if (RELOAD_ON.has(name)) {
+    } else if (RELOAD_ON.has(name) || name === STREAM_OPEN) {
       clearTimeout(reload);
       reload = setTimeout(() => loadQueues().catch(live.failed), 100);
     }

@@ -1,7 +1,7 @@
 // `/ui/queues/<name>`: the queue's jobs by state, paged, searchable by id or name; its controls.
 // The state, page and search live in the query string, so back/forward and reloads keep them.
 
-import { act, get, q } from "./api.js";
+import { act, get, q, STREAM_OPEN } from "./api.js";
 import { append, clear, confirmAction, h, link, notice, section, table, when } from "./dom.js";
 
 const STATES = ["waiting", "prioritized", "delayed", "active", "completed", "failed", "dlq"];
@@ -129,7 +129,11 @@ export function queueView(view, live, params, navigate) {
     info.textContent = `${paused ? "Paused" : "Running"} · rate limit ${l.rateLimit ? `${l.rateLimit.max} per ${l.rateLimit.duration} ms` : "none"} · concurrency ${l.concurrencyLimit || "unlimited"}`;
   }
 
+  // Loads may overlap (an event, an action); only the latest one draws.
+  let latest = 0;
+
   async function loadJobs() {
+    const mine = ++latest;
     let jobs;
     let more;
     let total = null;
@@ -153,6 +157,7 @@ export function queueView(view, live, params, navigate) {
       total = got.total;
     }
     if (total !== null) more = (page + 1) * PAGE < total;
+    if (mine !== latest) return;
     clear(list);
     if (!jobs.length) append(list, h("p", { class: "muted" }, term ? `No ${state} job matches "${term}".` : `No ${state} job.`));
     else append(list, table(["Id", "Name", "State", "Priority", "Attempts", "Created", "Failure"], jobRows(jobs)));
@@ -165,7 +170,10 @@ export function queueView(view, live, params, navigate) {
 
   let refresh = 0;
   live.listen((event, data) => {
-    if (data && data.queue === name && (event === "queue:counts" || event.startsWith("queue:"))) {
+    if (event === STREAM_OPEN) {
+      loadHeader().catch(live.failed);
+      loadJobs().catch(live.failed);
+    } else if (data && data.queue === name && event.startsWith("queue:")) {
       clearTimeout(refresh);
       refresh = setTimeout(() => loadHeader().catch(live.failed), 100);
     }

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess
 
 CHROMIUM = os.environ.get("BUNQUEUE_CHROMIUM", "/usr/bin/chromium")
@@ -251,6 +252,12 @@ def test_queue_controls_change_the_broker(page: Page, rest: Rest, jobs: dict[str
         rest.push("ui-ctl", name=f"c{n}", data={})
     tab = page.open("/ui/queues/ui-ctl")
     expect(tab.locator('dd[data-count="waiting"]')).to_have_text("3")
+    expect(tab.locator("#live")).to_have_text("live")
+    # The counts follow the event stream here too.
+    extra = rest.push("ui-ctl", name="extra", data={})
+    expect(tab.locator('dd[data-count="waiting"]')).to_have_text("4")
+    assert rest("DELETE", f"/jobs/{extra}")["ok"]
+    expect(tab.locator('dd[data-count="waiting"]')).to_have_text("3")
 
     tab.get_by_role("button", name="Pause").click()
     expect(tab.get_by_role("button", name="Resume")).to_be_visible()
@@ -344,6 +351,44 @@ def test_job_actions_change_the_broker(page: Page, rest: Rest) -> None:
     tab.get_by_role("button", name="Confirm").click()
     expect(tab.locator(".notice")).to_have_text("Discard: done")
     assert rest("GET", f"/jobs/{dead}/state")["state"] == "failed"
+
+
+def test_job_page_shows_progress_logs_parent_and_children(page: Page, rest: Rest, server: ServerProcess) -> None:
+    job = rest.push("ui-work", name="import", data={"file": "a.csv"})
+    assert rest.pull("ui-work") == job
+    assert rest("POST", f"/jobs/{job}/progress", {"progress": 40, "message": "rows read"})["ok"]
+    assert rest("POST", f"/jobs/{job}/logs", {"message": "opened a.csv", "level": "info"})["ok"]
+    assert rest("POST", f"/jobs/{job}/logs", {"message": "<b>bold</b> is text", "level": "warn"})["ok"]
+    tab = page.open(f"/ui/jobs/{job}")
+    expect(tab.locator('[data-field="state"]')).to_have_text("active")
+    expect(tab.locator("progress")).to_have_attribute("value", "40")
+    expect(tab.get_by_role("region", name="Logs").locator("li")).to_have_count(2)
+    expect(tab.get_by_role("region", name="Logs").locator("li").nth(1)).to_contain_text("[warn] <b>bold</b> is text")
+    # Progress reported while the page is open shows up without a reload.
+    assert rest("POST", f"/jobs/{job}/progress", {"progress": 75})["ok"]
+    expect(tab.locator("progress")).to_have_attribute("value", "75")
+
+    client = RawClient(server.addr)
+    try:
+        # A parent and its child as a FlowProducer sends them.
+        graph = [{"id": "ui-parent-1", "queue": "ui-flow", "input": {
+                     "name": "report", "data": {"__childrenIds": ["ui-child-1"]}, "childrenIds": ["ui-child-1"],
+                     "dependsOn": ["ui-child-1"]}},
+                 {"id": "ui-child-1", "queue": "ui-flow-parts", "input": {
+                     "name": "part", "data": {"__parentId": "ui-parent-1", "__parentQueue": "ui-flow"},
+                     "parentId": "ui-parent-1"}}]
+        assert client.ok({"cmd": "PUSHF", "jobs": graph})["ok"] is True
+    finally:
+        client.close()
+    assert rest.pull("ui-flow-parts") == "ui-child-1"
+    assert rest("POST", "/jobs/ui-child-1/ack", {"result": {"rows": 3}})["ok"]
+    tab = page.open("/ui/jobs/ui-parent-1")
+    expect(tab.locator('li[data-child="ui-child-1"]')).to_have_text('ui-child-1 → {"rows":3}')
+    tab.locator('li[data-child="ui-child-1"] a').click()
+    expect(tab).to_have_url(page.base + "/ui/jobs/ui-child-1")
+    expect(tab.locator('[data-field="result"]')).to_contain_text('"rows": 3')
+    tab.get_by_role("link", name="ui-parent-1").click()
+    expect(tab).to_have_url(page.base + "/ui/jobs/ui-parent-1")
 
 
 def test_links_history_and_deep_links(page: Page, jobs: dict[str, str]) -> None:
