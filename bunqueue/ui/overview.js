@@ -61,7 +61,7 @@ export function overview(view, live) {
   clear(view);
   append(view, h("h1", {}, "Overview"), section("Queues", queuesBody),
     section("Throughput and latency", totals, charts),
-    h("div", { class: "split" }, section("Workers", workers), section("Crons", crons)),
+    section("Workers", workers), section("Crons", crons),
     section("Storage", storage));
 
   async function loadQueues() {
