@@ -19,6 +19,48 @@ function childValue(children, id) {
   return found ? found[1] : undefined;
 }
 
+// Everything shown of a job, given its logs, its children's results and its DLQ page (when it failed).
+function details(job, logs, children, dlq, actions) {
+  const entry = dlq ? (dlq.entries || []).find((e) => e.job && e.job.id === job.id) : null;
+  const options = {};
+  for (const name of OPTIONS) if (job[name] !== undefined && job[name] !== null) options[name] = job[name];
+  const stack = Array.isArray(job.stacktrace) ? job.stacktrace.join("\n") : job.stacktrace;
+
+  return [
+    h("dl", { class: "facts" },
+      field("Name", job.name ?? ""), field("Queue", link(`/ui/queues/${q(job.queue)}`, job.queue)),
+      field("State", h("span", { class: `state state-${job.state}`, "data-field": "state" }, job.state)),
+      field("Attempts", `${job.attempts ?? 0} of ${job.maxAttempts ?? "?"}`),
+      field("Progress", h("span", {}, h("progress", { max: 100, value: Number(job.progress) || 0 }),
+        ` ${Number(job.progress) || 0}%${job.progressMessage ? ` ${job.progressMessage}` : ""}`)),
+      field("Created", when(job.createdAt)), field("Runs at", when(job.runAt)),
+      field("Started", when(job.startedAt)), field("Finished", when(job.completedAt)),
+      field("Parent", job.parentId ? link(`/ui/jobs/${q(job.parentId)}`, h("code", {}, job.parentId)) : "—")),
+    section("Actions", actions),
+    section("Data", h("pre", { "data-field": "data" }, pretty(job.data))),
+    job.returnvalue !== undefined ? section("Result", h("pre", { "data-field": "result" }, pretty(job.returnvalue))) : null,
+    job.failedReason || entry ? section("Failure",
+      h("p", { class: "error", "data-field": "failure" }, job.failedReason || (entry && entry.error) || ""),
+      entry ? h("p", { class: "muted" }, `Dead-lettered ${when(entry.enteredAt)}: ${entry.reason}`) : null,
+      stack ? h("pre", { "data-field": "stack" }, stack) : null,
+      entry && entry.attempts && entry.attempts.length ? table(["Attempt", "Started", "Failed", "Reason", "Error", "ms"],
+        entry.attempts.map((a) => h("tr", {}, h("td", { class: "num" }, a.attempt), h("td", {}, when(a.startedAt)),
+          h("td", {}, when(a.failedAt)), h("td", {}, a.reason ?? ""), h("td", {}, a.error ?? ""),
+          h("td", { class: "num" }, a.duration ?? "")))) : null) : null,
+    section("Timeline", table(["When", "State", "Detail"], (job.timeline || []).map((t) => h("tr", {},
+      h("td", {}, when(t.timestamp)), h("td", {}, t.state), h("td", {}, t.error ?? ""))))),
+    section("Options", h("pre", {}, pretty(options))),
+    section("Logs", ((logs.data || {}).logs || []).length
+      ? h("ol", { class: "logs" }, logs.data.logs.map((l) => h("li", {}, h("time", {}, when(l.timestamp)), " ",
+        l.level ? `[${l.level}] ` : "", l.message ?? "")))
+      : h("p", { class: "muted" }, "No log line.")),
+    (job.childrenIds || []).length ? section("Children", h("ul", {}, job.childrenIds.map((c) => {
+      const value = childValue(children, c);
+      return h("li", { "data-child": c }, link(`/ui/jobs/${q(c)}`, h("code", {}, c)),
+        value === undefined ? "" : ` → ${JSON.stringify(value)}`);
+    }))) : null];
+}
+
 export function jobView(view, live, params, navigate) {
   const id = params[0];
   const status = h("p", { class: "notice", role: "status" });
@@ -96,44 +138,7 @@ export function jobView(view, live, params, navigate) {
       job.state === "failed" ? get(`/queues/${q(job.queue)}/dlq`) : null]);
     if (gone || mine !== latest) return;
     clear(body);
-    const entry = dlq ? (dlq.entries || []).find((e) => e.job && e.job.id === job.id) : null;
-    const options = {};
-    for (const name of OPTIONS) if (job[name] !== undefined && job[name] !== null) options[name] = job[name];
-    const stack = Array.isArray(job.stacktrace) ? job.stacktrace.join("\n") : job.stacktrace;
-
-    append(body,
-      h("dl", { class: "facts" },
-        field("Name", job.name ?? ""), field("Queue", link(`/ui/queues/${q(job.queue)}`, job.queue)),
-        field("State", h("span", { class: `state state-${job.state}`, "data-field": "state" }, job.state)),
-        field("Attempts", `${job.attempts ?? 0} of ${job.maxAttempts ?? "?"}`),
-        field("Progress", h("span", {}, h("progress", { max: 100, value: Number(job.progress) || 0 }),
-          ` ${Number(job.progress) || 0}%${job.progressMessage ? ` ${job.progressMessage}` : ""}`)),
-        field("Created", when(job.createdAt)), field("Runs at", when(job.runAt)),
-        field("Started", when(job.startedAt)), field("Finished", when(job.completedAt)),
-        field("Parent", job.parentId ? link(`/ui/jobs/${q(job.parentId)}`, h("code", {}, job.parentId)) : "—")),
-      section("Actions", actions(job)),
-      section("Data", h("pre", { "data-field": "data" }, pretty(job.data))),
-      job.returnvalue !== undefined ? section("Result", h("pre", { "data-field": "result" }, pretty(job.returnvalue))) : null,
-      job.failedReason || entry ? section("Failure",
-        h("p", { class: "error", "data-field": "failure" }, job.failedReason || (entry && entry.error) || ""),
-        entry ? h("p", { class: "muted" }, `Dead-lettered ${when(entry.enteredAt)}: ${entry.reason}`) : null,
-        stack ? h("pre", { "data-field": "stack" }, stack) : null,
-        entry && entry.attempts && entry.attempts.length ? table(["Attempt", "Started", "Failed", "Reason", "Error", "ms"],
-          entry.attempts.map((a) => h("tr", {}, h("td", { class: "num" }, a.attempt), h("td", {}, when(a.startedAt)),
-            h("td", {}, when(a.failedAt)), h("td", {}, a.reason ?? ""), h("td", {}, a.error ?? ""),
-            h("td", { class: "num" }, a.duration ?? "")))) : null) : null,
-      section("Timeline", table(["When", "State", "Detail"], (job.timeline || []).map((t) => h("tr", {},
-        h("td", {}, when(t.timestamp)), h("td", {}, t.state), h("td", {}, t.error ?? ""))))),
-      section("Options", h("pre", {}, pretty(options))),
-      section("Logs", ((logs.data || {}).logs || []).length
-        ? h("ol", { class: "logs" }, logs.data.logs.map((l) => h("li", {}, h("time", {}, when(l.timestamp)), " ",
-          l.level ? `[${l.level}] ` : "", l.message ?? "")))
-        : h("p", { class: "muted" }, "No log line.")),
-      (job.childrenIds || []).length ? section("Children", h("ul", {}, job.childrenIds.map((c) => {
-        const value = childValue(children, c);
-        return h("li", { "data-child": c }, link(`/ui/jobs/${q(c)}`, h("code", {}, c)),
-          value === undefined ? "" : ` → ${JSON.stringify(value)}`);
-      }))) : null);
+    append(body, ...details(job, logs, children, dlq, actions(job)));
   }
 
   let refresh = 0;

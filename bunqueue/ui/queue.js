@@ -28,6 +28,46 @@ async function jobsOf(name, state, offset, limit) {
   return { jobs: reply.jobs || [], total: null };
 }
 
+// The queue's buttons and forms; run(label, method, path, body, question) performs one change.
+function queueControls(name, run, pauseButton) {
+  const path = `/queues/${q(name)}`;
+  pauseButton.addEventListener("click", () => {
+    const paused = pauseButton.dataset.paused === "true";
+    run(paused ? "Resume" : "Pause", "POST", `${path}/${paused ? "resume" : "pause"}`);
+  });
+  const rateLimit = h("input", { type: "number", min: 1, id: "rate-max", placeholder: "jobs" });
+  const rateWindow = h("input", { type: "number", min: 1, id: "rate-window", value: 1000 });
+  const concurrency = h("input", { type: "number", min: 1, id: "concurrency" });
+  const cleanState = h("select", { id: "clean-state" }, ["completed", "failed", "waiting", "delayed"].map(
+    (s) => h("option", { value: s }, s)));
+
+  return h("div", { class: "controls" },
+    h("div", { class: "row" }, pauseButton,
+      h("button", { type: "button", class: "danger", onclick: () => run("Drain", "POST", `${path}/drain`,
+        undefined, `Drain "${name}"? Its waiting and delayed jobs are removed.`) }, "Drain"),
+      h("label", { for: "clean-state" }, "Clean"), cleanState,
+      h("button", { type: "button", class: "danger", onclick: () => run("Clean", "POST", `${path}/clean`,
+        { grace: 0, state: cleanState.value }, `Remove every ${cleanState.value} job of "${name}"?`) }, "Clean"),
+      h("button", { type: "button", onclick: () => run("Retry DLQ", "POST", `${path}/dlq/retry`, {}) },
+        "Retry DLQ"),
+      h("button", { type: "button", class: "danger", onclick: () => run("Purge DLQ", "POST",
+        `${path}/dlq/purge`, undefined, `Purge the dead-letter queue of "${name}"?`) }, "Purge DLQ")),
+    h("form", { class: "row", onsubmit: (e) => {
+      e.preventDefault();
+      run("Rate limit", "PUT", `${path}/rate-limit`,
+        { limit: Number(rateLimit.value), duration: Number(rateWindow.value) });
+    } }, h("label", { for: "rate-max" }, "Rate limit"), rateLimit, h("label", { for: "rate-window" }, "per ms"),
+    rateWindow, h("button", { type: "submit" }, "Set"),
+    h("button", { type: "button", class: "quiet", onclick: () => run("Clear rate limit", "DELETE",
+      `${path}/rate-limit`) }, "Clear")),
+    h("form", { class: "row", onsubmit: (e) => {
+      e.preventDefault();
+      run("Concurrency", "PUT", `${path}/concurrency`, { concurrency: Number(concurrency.value) });
+    } }, h("label", { for: "concurrency" }, "Concurrency"), concurrency, h("button", { type: "submit" }, "Set"),
+    h("button", { type: "button", class: "quiet", onclick: () => run("Clear concurrency", "DELETE",
+      `${path}/concurrency`) }, "Clear")));
+}
+
 export function queueView(view, live, params, navigate) {
   const name = params[0];
   const search = new URLSearchParams(location.search);
@@ -61,42 +101,8 @@ export function queueView(view, live, params, navigate) {
   }
 
   const pauseButton = h("button", { type: "button" }, "Pause");
-  pauseButton.addEventListener("click", () => {
-    const paused = pauseButton.dataset.paused === "true";
-    run(paused ? "Resume" : "Pause", "POST", `/queues/${q(name)}/${paused ? "resume" : "pause"}`);
-  });
-  const rateLimit = h("input", { type: "number", min: 1, id: "rate-max", placeholder: "jobs" });
-  const rateWindow = h("input", { type: "number", min: 1, id: "rate-window", value: 1000 });
-  const concurrency = h("input", { type: "number", min: 1, id: "concurrency" });
-  const cleanState = h("select", { id: "clean-state" }, ["completed", "failed", "waiting", "delayed"].map(
-    (s) => h("option", { value: s }, s)));
+  const controls = queueControls(name, run, pauseButton);
   const searchInput = h("input", { type: "search", id: "search", value: term, placeholder: "Job id or name" });
-
-  const controls = h("div", { class: "controls" },
-    h("div", { class: "row" }, pauseButton,
-      h("button", { type: "button", class: "danger", onclick: () => run("Drain", "POST", `/queues/${q(name)}/drain`,
-        undefined, `Drain "${name}"? Its waiting and delayed jobs are removed.`) }, "Drain"),
-      h("label", { for: "clean-state" }, "Clean"), cleanState,
-      h("button", { type: "button", class: "danger", onclick: () => run("Clean", "POST", `/queues/${q(name)}/clean`,
-        { grace: 0, state: cleanState.value }, `Remove every ${cleanState.value} job of "${name}"?`) }, "Clean"),
-      h("button", { type: "button", onclick: () => run("Retry DLQ", "POST", `/queues/${q(name)}/dlq/retry`, {}) },
-        "Retry DLQ"),
-      h("button", { type: "button", class: "danger", onclick: () => run("Purge DLQ", "POST",
-        `/queues/${q(name)}/dlq/purge`, undefined, `Purge the dead-letter queue of "${name}"?`) }, "Purge DLQ")),
-    h("form", { class: "row", onsubmit: (e) => {
-      e.preventDefault();
-      run("Rate limit", "PUT", `/queues/${q(name)}/rate-limit`,
-        { limit: Number(rateLimit.value), duration: Number(rateWindow.value) });
-    } }, h("label", { for: "rate-max" }, "Rate limit"), rateLimit, h("label", { for: "rate-window" }, "per ms"),
-    rateWindow, h("button", { type: "submit" }, "Set"),
-    h("button", { type: "button", class: "quiet", onclick: () => run("Clear rate limit", "DELETE",
-      `/queues/${q(name)}/rate-limit`) }, "Clear")),
-    h("form", { class: "row", onsubmit: (e) => {
-      e.preventDefault();
-      run("Concurrency", "PUT", `/queues/${q(name)}/concurrency`, { concurrency: Number(concurrency.value) });
-    } }, h("label", { for: "concurrency" }, "Concurrency"), concurrency, h("button", { type: "submit" }, "Set"),
-    h("button", { type: "button", class: "quiet", onclick: () => run("Clear concurrency", "DELETE",
-      `/queues/${q(name)}/concurrency`) }, "Clear")));
 
   const tabs = h("nav", { class: "tabs", "aria-label": "Job states" }, STATES.map((s) =>
     h("a", { href: urlFor({ state: s, page: "0" }), "aria-current": s === state ? "page" : null }, s,

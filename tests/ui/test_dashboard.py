@@ -248,6 +248,9 @@ def test_queue_controls_change_the_broker(page: Page, rest: Rest, jobs: dict[str
     dead = rest.push("ui-ctl", name="dies", data={}, maxAttempts=1)
     assert rest.pull("ui-ctl") == dead
     assert rest("POST", f"/jobs/{dead}/fail", {"error": "x"})["ok"]
+    done = rest.push("ui-ctl", name="done", data={})
+    assert rest.pull("ui-ctl") == done
+    assert rest("POST", f"/jobs/{done}/ack", {"result": 1})["ok"]
     for n in range(3):
         rest.push("ui-ctl", name=f"c{n}", data={})
     tab = page.open("/ui/queues/ui-ctl")
@@ -301,6 +304,15 @@ def test_queue_controls_change_the_broker(page: Page, rest: Rest, jobs: dict[str
     tab.get_by_role("button", name="Confirm").click()
     expect(tab.locator('dd[data-count="dlq"]')).to_have_text("0")
     assert rest("GET", "/queues/ui-ctl/dlq")["total"] == 0
+
+    expect(tab.locator('dd[data-count="completed"]')).to_have_text("1")
+    tab.select_option("#clean-state", "completed")
+    tab.get_by_role("button", name="Clean", exact=True).click()
+    expect(tab.locator("#confirm-text")).to_have_text('Remove every completed job of "ui-ctl"?')
+    tab.get_by_role("button", name="Confirm").click()
+    expect(tab.locator('dd[data-count="completed"]')).to_have_text("0")
+    assert rest("GET", "/queues/ui-ctl/counts")["counts"]["completed"] == 0
+    assert rest("GET", f"/jobs/{done}")["ok"] is False
 
 
 def test_job_page_shows_a_completed_jobs_result_and_a_dead_jobs_failure(page: Page, jobs: dict[str, str]) -> None:
