@@ -29,6 +29,16 @@ echo "== published clients for tests/compat (pip and npm, into git-ignored folde
 # with that reason; any other install failure stops the run.
 "$VENV/bin/python" tests/compat/clients.py
 
+echo "== Chromium for tests/ui (Debian's package; Playwright drives it and downloads no browser of its own)"
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
+  else
+    echo "not root: tests/ui skip without /usr/bin/chromium (apt-get install chromium)"
+  fi
+fi
+
 echo "== lint (ruff, mypy, cython-lint)"
 "$VENV/bin/python" -m pip install --quiet ruff mypy cython-lint
 "$VENV/bin/ruff" check bunqueue tests benchmarks

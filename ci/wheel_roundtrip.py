@@ -1,8 +1,10 @@
 """Check an installed bunqueue: run by the Python of the environment the wheel went into, from outside the
 source tree, it starts that environment's ``bunqueue start`` and sends PUSH, PULL (with a lock), ACK and
-GetState over a real socket, then stops the server with SIGTERM. Any failure exits non-zero."""
+GetState over a real socket, reads the dashboard's page over HTTP, then stops the server with SIGTERM. Any
+failure exits non-zero."""
 from __future__ import annotations
 
+import http.client
 import importlib.metadata
 import os
 import signal
@@ -62,6 +64,9 @@ def check_installed_package() -> None:
     stubs = sorted(p.name for p in core.iterdir() if p.suffix == ".pyi")
     check(len(stubs) == len(modules), f"stubs {stubs} do not match modules {modules}")
     check((core.parent / "py.typed").exists(), "py.typed is missing")
+    ui = sorted(p.name for p in (core.parent / "ui").iterdir())
+    for name in ("index.html", "app.js", "api.js", "overview.js", "queue.js", "job.js", "style.css"):
+        check(name in ui, f"the dashboard's {name} is missing from {ui}")
     version = importlib.metadata.version("bunqueue")
     shown = subprocess.run([SCRIPTS / "bunqueue", "--version"], capture_output=True, text=True, check=True)
     check(shown.stdout.strip() == f"bunqueue {version}", f"--version printed {shown.stdout!r}")
@@ -85,11 +90,26 @@ def round_trip(port: int) -> None:
     print(f"round trip: job {job['id']} pushed, pulled with a lock, acked, completed with its result")
 
 
+def dashboard(http_port: int) -> None:
+    page = (Path(bunqueue._core.__file__).resolve().parent.parent / "ui" / "index.html").read_bytes()
+    for path, content_type, body in (("/ui/jobs/x", "text/html; charset=utf-8", page),
+                                     ("/ui/static/app.js", "text/javascript; charset=utf-8", None)):
+        conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        got = resp.read()
+        conn.close()
+        check(resp.status == 200 and resp.getheader("Content-Type") == content_type and body in (None, got),
+              f"GET {path} answered {resp.status} {resp.getheader('Content-Type')}")
+    print("dashboard: /ui/ served from the installed package")
+
+
 def main() -> None:
     check_installed_package()
     port = free_port()
+    http_port = free_port()
     cmd = [str(SCRIPTS / "bunqueue"), "start", "--host", "127.0.0.1", "--tcp-port", str(port),
-           "--http-port", str(free_port())]
+           "--http-port", str(http_port)]
     server = subprocess.Popen(cmd, env=dict(os.environ), stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
@@ -102,6 +122,7 @@ def main() -> None:
                 check(time.monotonic() < deadline, "server did not listen within 20 s")
                 time.sleep(0.05)
         round_trip(port)
+        dashboard(http_port)
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)

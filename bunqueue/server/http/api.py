@@ -2,8 +2,9 @@
 
 1. `OPTIONS` anywhere: CORS preflight (204). 2. `/health`, `/healthz`, `/live`, `/ready`: open, not
 rate limited. 3. `POST /gc`, `GET /heapstats`: token. 4. `GET /prometheus`: open unless METRICS_AUTH.
-5. the rate limit. 6. the token. 7. `/ws...`, `/events...`: streams. 8. the route table (no match,
-wrong method included, is 404).
+5. the rate limit. 6. `GET`/`HEAD` under `/ui`: the dashboard's files, open (the page asks for the token
+and sends it with every request it makes). 7. the token. 8. `/ws...`, `/events...`: streams. 9. the route
+table (no match, wrong method included, is 404).
 
 Commands run through the same runner as TCP frames; this module only translates. A command that answers
 at once is answered without a task; one that waits (a long-poll, a change that must reach the disk first)
@@ -23,6 +24,7 @@ from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, HttpRequest, HttpResponse
+from bunqueue.server.http.uifiles import UiFiles, is_ui_path
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import check_token
 
@@ -66,6 +68,7 @@ class HttpApi:
         self.preflight = {"Access-Control-Allow-Origin": cors_origins, **PREFLIGHT_HEADERS}
         # Refusals are told to the event streams (ratelimit:hit, auth:failed) while one is open.
         self.engine = engine
+        self.ui = UiFiles(auth=bool(tokens))
 
     # -- responses ---------------------------------------------------------------------------------
 
@@ -118,6 +121,8 @@ class HttpApi:
             return self.prometheus(headers.get("authorization"))
         if not self.allowed(headers.get("x-forwarded-for"), headers.get("x-real-ip")):
             return self.error(errors.RATE_LIMIT_EXCEEDED, 429, cors=False)
+        if method in ("GET", "HEAD") and is_ui_path(path):
+            return self.ui.answer(path, headers.get("if-none-match"))
         if not self.authorized(headers.get("authorization")):
             # A refused stream is not told, as in the original.
             if self.engine is not None and self.engine.hears_system_events() and not is_stream_path(path):

@@ -69,7 +69,8 @@ class HttpResponse:
         lines = [f"HTTP/1.1 {status} {_reason(status)}"]
         if self.content_type is not None:
             lines.append(f"Content-Type: {self.content_type}")
-        if status != 204 and status >= 200:
+        # A 304 has no body of its own: a length would describe the body it stands for.
+        if status not in (204, 304) and status >= 200:
             lines.append(f"Content-Length: {len(self.body)}")
         if self.headers:
             lines.extend(f"{name}: {value}" for name, value in self.headers.items())

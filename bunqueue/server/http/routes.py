@@ -213,6 +213,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/queues/:q/dlq/purge", by_queue("PurgeDlq"), body=IGNORED, decoded=("q",)),
     Route("PUT", "/queues/:q/rate-limit", by_queue("RateLimit", "limit", "duration", "ttl"), decoded=("q",)),
     Route("DELETE", "/queues/:q/rate-limit", by_queue("RateLimitClear"), decoded=("q",)),
+    # Not a route of the original: the dashboard shows a queue's limits (the command is the protocol's).
+    Route("GET", "/queues/:q/limits", by_queue("GetQueueLimits"), decoded=("q",)),
     Route("PUT", "/queues/:q/concurrency", _concurrency, decoded=("q",)),
     Route("DELETE", "/queues/:q/concurrency", by_queue("ClearConcurrency"), decoded=("q",)),
     Route("GET", "/queues/:q/stall-config", by_queue("GetStallConfig"), decoded=("q",)),
