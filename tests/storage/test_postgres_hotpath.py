@@ -260,3 +260,18 @@ async def test_a_broker_whose_session_is_gone_claims_nothing(hot: HotPath, facto
     await hot.pool.execute("DELETE FROM bunqueue_broker_sessions WHERE namespace = $1", NS)
     assert await hot.claim("q", 1, "w", TTL) == ([], [])
     assert (await hot.pool.fetchval("SELECT state FROM bunqueue_jobs WHERE namespace = $1", NS)) == states.READY
+
+
+async def test_pulls_served_by_one_claim_take_the_best_jobs_in_arrival_order(
+    hot: HotPath, factory: JobFactory
+) -> None:
+    ids = await hot.push_many([_build(factory, priority=p) for p in range(30)])
+    best_first = ids[::-1]
+    # Submitted together, so one flush (one statement) serves them all.
+    pulls = await asyncio.gather(*(hot.claim("q", n, f"w{n}", 1000 * n) for n in (1, 3, 2, 4)))
+    assert [[job.id for job in jobs] for jobs, _ in pulls] == [
+        best_first[0:1], best_first[1:4], best_first[4:6], best_first[6:10]]
+    for n, (jobs, tokens) in zip((1, 3, 2, 4), pulls):
+        for job, token in zip(jobs, tokens):
+            row = await _row(hot, job.id)
+            assert (row["worker_id"], row["ttl"], row["lease_token"]) == (f"w{n}", 1000 * n, token)
