@@ -34,7 +34,7 @@ from bunqueue.storage.schema import pack
 ClaimRequest = tuple[int, "str | None", int]
 Claimed = tuple[list[Job], list[str]]
 # (job id, lease token, the value the statement's last array gets: a packed result, or the fail's finality).
-SettleRequest = tuple[str, Any, Any]
+SettleRequest = tuple[Any, Any, Any]
 
 
 class PushLost(Exception):
