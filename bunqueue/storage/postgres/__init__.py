@@ -1,8 +1,11 @@
 """PostgreSQL storage: several brokers on one database, PostgreSQL the authority, each broker's memory a cache.
 
 What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
-broker sessions that fence leases (``sessions``) and the start-up checks (``startup``, ``errors``). What
-follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built to.
+broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``) and the hot
+path, not yet reachable from the command layer: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry)
+over ``statements``, ``jobrows`` (jobs to and from rows), ``collector`` (group commit) and ``wakeups``
+(LISTEN/NOTIFY). What follows is the design the engine (an implementation of
+``bunqueue.broker.engine.Engine``) is built to; ``hotpath``'s docstring lists what it leaves to the engine.
 
 Batching: one statement per kind of write, shared by concurrent requests
     Each hot command kind (push, claim, ack, fail, extend-lock) has a collector. A request appends its
@@ -15,7 +18,10 @@ Batching: one statement per kind of write, shared by concurrent requests
       ON CONFLICT DO NOTHING RETURNING id``; dedup and unique keys are answered from what came back (a row
       missing from RETURNING lost to a live unique key). Batches above a few thousand rows use
       ``copy_records_to_table`` into a temporary table, then the same INSERT ... SELECT.
-    - claim: per (queue, n): ``WITH picked AS (SELECT namespace, id FROM bunqueue_jobs WHERE namespace = $1
+    - claim: one statement per queue serves every pull waiting on it: the pulls' counts add up to the
+      LIMIT, slot k (arrays of owners and lock ttls, one entry per slot) leases the k-th best job, and each
+      pull takes its run of slots in arrival order. Lease tokens are ``gen_random_uuid()``. The shape:
+      ``WITH picked AS (SELECT namespace, id FROM bunqueue_jobs WHERE namespace = $1
       AND queue = $2 AND state = READY ORDER BY priority DESC, lifo_rank, run_at, seq LIMIT $3
       FOR UPDATE SKIP LOCKED) UPDATE bunqueue_jobs j SET state = ACTIVE, lease_token = ..., lease_broker,
       lease_session, lease_expires_at = now + lockTtl, attempts = attempts + 1 FROM picked WHERE ...
@@ -28,21 +34,23 @@ Batching: one statement per kind of write, shared by concurrent requests
       which makes them global across brokers; group limits likewise from ``bunqueue_groups``.
     - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
       AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
-      AND j.state = ACTIVE RETURNING j.id``: an id missing from RETURNING had a stale token and is refused
-      with the memory engine's error. Results go to ``bunqueue_results`` in the same statement (a data-
-      modifying CTE); dependants are released by one UPDATE over ``bunqueue_job_dependencies``.
+      AND j.state = ACTIVE RETURNING j.id, a.token``: a request missing from RETURNING is refused with the
+      memory engine's error, chosen from the row as it is after the statement (one more read, on the
+      refusal path only); of two requests for one job in a batch, the one with the lease's token wins.
+      Results go to ``bunqueue_results`` in the same statement (a data-modifying CTE); dependants are
+      released by one UPDATE over ``bunqueue_job_dependencies``.
 
 Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
-    ``pg_notify('bunqueue', <namespace, queue>)`` once per queue touched (one channel: a namespace is any
-    text, a channel name an identifier); PostgreSQL delivers it only after the commit and folds duplicates
-    within a transaction. Each broker LISTENs on one dedicated connection, drops other namespaces' payloads
-    and wakes its long-polling pullers for that queue. Notifications can be lost with that connection, so
-    every broker also polls each queue it has waiters on every ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``.
-    Job events (the events stream, QueueEvents, webhooks) travel the same way: the committing broker sends
-    a NOTIFY payload (job id, queue, event), every broker fans it out to its own subscribers; no per-job
-    event rows are written on the hot path. Webhooks are delivered by the broker that committed the event,
-    so once across brokers.
+    ``pg_notify('bunqueue', json_build_array(namespace, queue))`` once per queue touched, inside the statement
+    (one channel: a namespace is any text, a channel name an identifier); PostgreSQL delivers it only after the
+    commit and folds duplicates within a transaction. Each broker LISTENs on one dedicated connection, drops
+    other namespaces' payloads and wakes its long-polling pullers for that queue. Notifications can be lost with
+    that connection, so every broker also polls each queue it has waiters on every
+    ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``. Job events (the events stream, QueueEvents, webhooks) travel the
+    same way: the committing broker sends a NOTIFY payload (job id, queue, event), every broker fans it out to
+    its own subscribers; no per-job event rows are written on the hot path. Webhooks are delivered by the broker
+    that committed the event, so once across brokers.
 
 Leases, expiry and fencing
     A claimed job carries ``lease_token`` (the worker's token), ``lease_broker`` and ``lease_session`` (the
@@ -64,4 +72,26 @@ Crons and the rest
     (``UPDATE bunqueue_crons SET next_run_at = $new, executions = executions + 1 WHERE ... AND next_run_at =
     $old``) pushes the job, in the same transaction. Times are judged by the database's clock (``NOW_MS``
     in ``sessions``) wherever two brokers must agree.
+
+How the command layer awaits the hot path (the next step)
+    ``Engine``'s methods return their answer; the PostgreSQL hot path can only return it after a round
+    trip. The smallest change keeps one dispatch table and the memory engine untouched:
+
+    - ``engine.py`` gains a second protocol, ``AwaitedJobs``, implemented by the PostgreSQL engine only:
+      ``push_async(queue, opts, check_size) -> str``, ``push_many_async(...) -> list[str]``,
+      ``pull_async(queue, count, session, owner, lock_ttl, timeout_ms) -> (jobs, tokens)`` (the claim,
+      then ``claim_wait`` while the timeout lasts: the long-poll and the plain pull are one call),
+      ``ack_async(job_id, token, result, has_result, remove)``, ``fail_async(job_id, token, error, stack,
+      unrecoverable, remove)`` and ``ack_batch_async``. An ack or fail names the job by (id, token) in one
+      statement, so ``active_job`` and the ``late_*`` calls have no twin: their refusals are the
+      statement's. Both engines keep the validation in ``JobFactory.build`` and ``options``.
+    - The engine says which family it serves with one class attribute, ``awaits_jobs`` (False on
+      ``Broker``). The seven handlers in ``commands/jobs.py`` validate as today, then, when it is True,
+      return a coroutine that awaits the twin and shapes the same reply dict; the runner already accepts
+      an awaitable reply (``CommandRunner.wait``, as for a long-poll), sets the reqId and delivers it, and
+      the SQLite store's ticket (``take_ticket``) is not involved: the reply leaves after the statement's
+      commit.
+    - A later refinement removes the task ``wait`` makes per awaitable: the collectors can settle a future
+      with the reply itself (a request carries its reply shaper), and ``wait`` attaches a done callback to
+      a bare ``asyncio.Future`` instead of wrapping it in a task.
 """
