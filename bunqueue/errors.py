@@ -453,18 +453,18 @@ CRON_NEEDS_TIMING = "Cron job must have either schedule or repeatEvery"
 CRON_REPEAT_EVERY = "Cron repeatEvery must be a positive safe integer number of milliseconds"
 CRON_FIELD_COUNT = "Cron expression must have 5 fields, or 6 fields with leading seconds"
 CRON_NO_FUTURE = "Cron expression has no future occurrences"
-# The calendar fields' refusals, in the words of Bun's cron parser, which says "Invalid cron expression: "
-# itself: the reference puts its own prefix in front, so the wire text carries it twice.
-CRON_STEP = "Invalid cron expression: step value must be a positive integer"
-CRON_RANGE = "Invalid cron expression: range must be ascending (use 'a,b' or 'a-max,0-b' for wrap-around)"
-CRON_VALUE = "Invalid cron expression: value out of range for field"
+# A macro the reference does not know, in the words of Bun's cron parser, which says "Invalid cron
+# expression: " itself: the reference puts its own prefix in front, so the wire text carries it twice.
 CRON_SYNTAX = "Invalid cron expression: unrecognized field syntax"
-# The leading seconds field's refusals (the reference parses that field itself).
+# A field's refusals. The reference words the leading seconds field's itself and passes on the bare words
+# of Bun's parser for the calendar fields ("value out of range for field", naming neither); the calendar
+# fields are worded here as the reference words the seconds field, with the field and its bounds.
 SECONDS_EMPTY_ENTRY = "list entries cannot be empty"
 SECONDS_STEP_RANGE = "step must be between 1 and 60"
 SECONDS_STEP_BASE = "steps require a wildcard or range"
 SECONDS_VALUE_RANGE = "values must be between 0 and 59"
 SECONDS_RANGE_ORDER = "range start must not exceed range end"
+CRON_STEP_RANGE = "step must be a whole number between 1 and 127"
 TIMEZONE_NOT_STRING = "Bun.cron: options.tz must be a string"
 REPEAT_WITH_JOB_ID = "repeat jobs cannot use JobOptions.jobId; use repeat.jobId instead"
 REPEAT_WITH_RELATIONS = "repeat jobs cannot participate in parent or dependency relationships"
@@ -484,9 +484,14 @@ def invalid_repeat_pattern(reason: str) -> str:
     return f"Invalid repeat pattern: {reason}"
 
 
-def cron_seconds(field: str, reason: str) -> str:
-    """A leading seconds field refused: ``Invalid cron seconds field "61": values must be between 0 and 59``."""
-    return f'Invalid cron seconds field "{shown(field)}": {reason}'
+def cron_field(name: str, field: str, reason: str) -> str:
+    """A field refused: ``Invalid cron seconds field "61": values must be between 0 and 59``."""
+    return f'Invalid cron {name} field "{shown(field)}": {reason}'
+
+
+def cron_values(low: int, high: int, names: str | None) -> str:
+    """What a calendar field's values may be: ``values must be between 1 and 12 or JAN-DEC``."""
+    return f"values must be between {low} and {high}" + (f" or {names}" if names else "")
 
 
 def seconds_segment(segment: str) -> str:

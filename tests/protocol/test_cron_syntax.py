@@ -1,8 +1,11 @@
 """Which cron schedules Cron takes, and the words for those it refuses, case by case against the reference.
 
-The expected replies were recorded from the reference server (bunqueue 2.9.5 on Bun 1.4.5) by sending the
-same Cron frames; a schedule is refused there by the reference's own seconds parser or by Bun's cron
-parser (whose message the reference prefixes once more with "Invalid cron expression: ").
+Which schedules are taken and which refused was recorded from the reference server (bunqueue 2.9.5 on
+Bun 1.4.5) by sending the same Cron frames, and so were the texts of the whole-expression refusals, the
+seconds field's and the zones'. A calendar field refused by Bun's cron parser reads, on the reference,
+"Invalid cron expression: Invalid cron expression: value out of range for field" (or "step value must be
+a positive integer", "range must be ascending ...", "unrecognized field syntax"): the parser's own words,
+naming neither the field nor its bounds. This broker words those as the reference words the seconds field.
 """
 from __future__ import annotations
 
@@ -13,12 +16,6 @@ import pytest
 
 from bunqueue._testbase.frames import RawClient
 
-VALUE = "Invalid cron expression: Invalid cron expression: value out of range for field"
-STEP = "Invalid cron expression: Invalid cron expression: step value must be a positive integer"
-RANGE = (
-    "Invalid cron expression: Invalid cron expression: range must be ascending (use 'a,b' or 'a-max,0-b' for "
-    "wrap-around)"
-)
 SYNTAX = "Invalid cron expression: Invalid cron expression: unrecognized field syntax"
 FIELD_COUNT = "Invalid cron expression: Cron expression must have 5 fields, or 6 fields with leading seconds"
 NO_FUTURE = "Invalid cron expression: Cron expression has no future occurrences"
@@ -26,15 +23,19 @@ NO_TIMING = "Cron job must have either schedule or repeatEvery"
 NOT_STRING = "Invalid cron expression: Bun.cron: options.tz must be a string"
 
 
-def seconds(field: str, reason: str) -> str:
-    return f'Invalid cron expression: Invalid cron seconds field "{field}": {reason}'
+def field(name: str, text: str, reason: str) -> str:
+    return f'Invalid cron expression: Invalid cron {name} field "{text}": {reason}'
+
+
+def seconds(text: str, reason: str) -> str:
+    return field("seconds", text, reason)
 
 
 def unknown_zone(name: str) -> str:
     return f"Invalid cron expression: Bun.cron: unknown time zone '{name}'"
 
 
-# (schedule, error or None when taken), recorded from bunqueue 2.9.5.
+# (schedule, error or None when taken): verdicts recorded from bunqueue 2.9.5, calendar-field texts ours.
 SCHEDULES = [
     ('* * * * *', None),
     ('*/5 * * * *', None),
@@ -42,61 +43,61 @@ SCHEDULES = [
     ('0 0 1 1 *', None),
     ('59 23 31 12 7', None),
     ('0-59 0-23 1-31 1-12 0-7', None),
-    ('60 * * * *', VALUE),
-    ('61 * * * *', VALUE),
-    ('* 24 * * *', VALUE),
-    ('* * 0 * *', VALUE),
-    ('* * 32 * *', VALUE),
-    ('* * * 0 *', VALUE),
-    ('* * * 13 *', VALUE),
-    ('* * * * 8', VALUE),
-    ('*/0 * * * *', STEP),
+    ('60 * * * *', field('minute', '60', 'values must be between 0 and 59')),
+    ('61 * * * *', field('minute', '61', 'values must be between 0 and 59')),
+    ('* 24 * * *', field('hour', '24', 'values must be between 0 and 23')),
+    ('* * 0 * *', field('day-of-month', '0', 'values must be between 1 and 31')),
+    ('* * 32 * *', field('day-of-month', '32', 'values must be between 1 and 31')),
+    ('* * * 0 *', field('month', '0', 'values must be between 1 and 12 or JAN-DEC')),
+    ('* * * 13 *', field('month', '13', 'values must be between 1 and 12 or JAN-DEC')),
+    ('* * * * 8', field('weekday', '8', 'values must be between 0 and 7 or SUN-SAT')),
+    ('*/0 * * * *', field('minute', '*/0', 'step must be a whole number between 1 and 127')),
     ('*/60 * * * *', None),
     ('*/127 * * * *', None),
-    ('*/128 * * * *', STEP),
-    ('*/ * * * *', STEP),
-    ('*/5/2 * * * *', STEP),
-    ('/5 * * * *', VALUE),
+    ('*/128 * * * *', field('minute', '*/128', 'step must be a whole number between 1 and 127')),
+    ('*/ * * * *', field('minute', '*/', 'step must be a whole number between 1 and 127')),
+    ('*/5/2 * * * *', field('minute', '*/5/2', 'step must be a whole number between 1 and 127')),
+    ('/5 * * * *', field('minute', '/5', 'values must be between 0 and 59')),
     ('1-5/2 * * * *', None),
     ('5/10 * * * *', None),
-    ('5-1 * * * *', RANGE),
-    ('1-2-3 * * * *', VALUE),
-    ('1- * * * *', VALUE),
-    ('-1 * * * *', VALUE),
+    ('5-1 * * * *', field('minute', '5-1', 'range start must not exceed range end')),
+    ('1-2-3 * * * *', field('minute', '1-2-3', 'values must be between 0 and 59')),
+    ('1- * * * *', field('minute', '1-', 'values must be between 0 and 59')),
+    ('-1 * * * *', field('minute', '-1', 'values must be between 0 and 59')),
     ('-0 * * * *', None),
     ('+5 * * * *', None),
     ('1_0 * * * *', None),
-    ('_1 * * * *', VALUE),
-    ('1_ * * * *', VALUE),
-    ('256 * * * *', VALUE),
+    ('_1 * * * *', field('minute', '_1', 'values must be between 0 and 59')),
+    ('1_ * * * *', field('minute', '1_', 'values must be between 0 and 59')),
+    ('256 * * * *', field('minute', '256', 'values must be between 0 and 59')),
     ('007 * * * *', None),
-    ('1,,2 * * * *', SYNTAX),
-    (',1 * * * *', SYNTAX),
-    ('1, * * * *', SYNTAX),
+    ('1,,2 * * * *', field('minute', '1,,2', 'list entries cannot be empty')),
+    (',1 * * * *', field('minute', ',1', 'list entries cannot be empty')),
+    ('1, * * * *', field('minute', '1,', 'list entries cannot be empty')),
     ('1,2,3 * * * *', None),
     ('* * * JAN *', None),
     ('* * * jan-mar *', None),
     ('* * * January *', None),
-    ('* * * DEC-JAN *', RANGE),
-    ('* * * JANU *', VALUE),
+    ('* * * DEC-JAN *', field('month', 'DEC-JAN', 'range start must not exceed range end')),
+    ('* * * JANU *', field('month', 'JANU', 'values must be between 1 and 12 or JAN-DEC')),
     ('* * * * MON', None),
     ('* * * * mon-fri', None),
     ('* * * * Sunday', None),
     ('* * * * SUN-SAT', None),
-    ('* * * * 7-1', RANGE),
+    ('* * * * 7-1', field('weekday', '7-1', 'range start must not exceed range end')),
     ('* * * * 5-7', None),
     ('* * * * 0-7', None),
-    ('MON * * * *', VALUE),
-    ('* JAN * * *', VALUE),
-    ('* * * * 1#2', VALUE),
-    ('* * L * *', VALUE),
-    ('* * * * 5L', VALUE),
-    ('* * 15W * *', VALUE),
-    ('* * LW * *', VALUE),
-    ('? * * * *', VALUE),
-    ('* * ? * *', VALUE),
-    ('* * * * ?', VALUE),
-    ('H * * * *', VALUE),
+    ('MON * * * *', field('minute', 'MON', 'values must be between 0 and 59')),
+    ('* JAN * * *', field('hour', 'JAN', 'values must be between 0 and 23')),
+    ('* * * * 1#2', field('weekday', '1#2', 'values must be between 0 and 7 or SUN-SAT')),
+    ('* * L * *', field('day-of-month', 'L', 'values must be between 1 and 31')),
+    ('* * * * 5L', field('weekday', '5L', 'values must be between 0 and 7 or SUN-SAT')),
+    ('* * 15W * *', field('day-of-month', '15W', 'values must be between 1 and 31')),
+    ('* * LW * *', field('day-of-month', 'LW', 'values must be between 1 and 31')),
+    ('? * * * *', field('minute', '?', 'values must be between 0 and 59')),
+    ('* * ? * *', field('day-of-month', '?', 'values must be between 1 and 31')),
+    ('* * * * ?', field('weekday', '?', 'values must be between 0 and 7 or SUN-SAT')),
+    ('H * * * *', field('minute', 'H', 'values must be between 0 and 59')),
     ('* * * * * *', None),
     ('0 * * * * *', None),
     ('*/15 * * * * *', None),
@@ -120,9 +121,9 @@ SCHEDULES = [
     ('*/5/2 * * * * *', seconds('*/5/2', 'invalid segment "*/5/2"')),
     ('/5 * * * * *', seconds('/5', 'invalid segment "/5"')),
     ('*/ * * * * *', seconds('*/', 'invalid segment "*/"')),
-    ('0 61 * * * *', VALUE),
-    ('0 ? * * * *', VALUE),
-    ('0 * * L * *', VALUE),
+    ('0 61 * * * *', field('minute', '61', 'values must be between 0 and 59')),
+    ('0 ? * * * *', field('minute', '?', 'values must be between 0 and 59')),
+    ('0 * * L * *', field('day-of-month', 'L', 'values must be between 1 and 31')),
     ('0 @daily * * * *', SYNTAX),
     ('', NO_TIMING),
     ('   ', FIELD_COUNT),
@@ -155,11 +156,12 @@ SCHEDULES = [
     ('0 0 30 2 1', None),
     ('0 0 29 2 *', None),
     ('0 0 30 2 */1', None),
-    ('0 0 31 2 * *', VALUE),
-    ('١ * * * *', VALUE),
-    ('* * * * ١', VALUE),
+    ('0 0 31 2 * *', field('hour', '31', 'values must be between 0 and 23')),
+    ('١ * * * *', field('minute', '١', 'values must be between 0 and 59')),
+    ('* * * * ١', field('weekday', '١', 'values must be between 0 and 7 or SUN-SAT')),
     ('١ * * * * *', seconds('١', 'value must be an integer')),
-    ('99999999999999999999 * * * *', VALUE),
+    ('99999999999999999999 * * * *',
+     field('minute', '99999999999999999999', 'values must be between 0 and 59')),
     ('99999999999999999999 * * * * *', seconds('99999999999999999999', 'values must be between 0 and 59')),
 ]
 
@@ -191,7 +193,7 @@ ZONES: list[tuple[str, Any, str | None]] = [
     ("* * * * *", 1.5, NOT_STRING),
     ("* * * * *", ["UTC"], NOT_STRING),
     ("* * * * *", {"a": 1}, NOT_STRING),
-    ("61 * * * *", "Nope/Zone", VALUE),
+    ("61 * * * *", "Nope/Zone", field('minute', '61', 'values must be between 0 and 59')),
     ("61 * * * * *", "Nope/Zone",
      seconds('61', 'values must be between 0 and 59')),
     ("* * * *", "Nope/Zone", FIELD_COUNT),

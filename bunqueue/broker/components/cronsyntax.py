@@ -1,4 +1,4 @@
-"""Which cron expressions a schedule may be, by the reference's rules and in its words.
+"""Which cron expressions a schedule may be, by the reference's rules, and the words for the rest.
 
 The reference takes a macro (``@daily``...), 5 calendar fields, or 6 with leading seconds. It reads the
 seconds field itself (numbers, ``*``, lists, ranges, steps) and hands the calendar fields to Bun's cron
@@ -8,6 +8,9 @@ numbers as Zig reads them (a sign, ``_`` between digits). Nothing else: no ``?``
 ``croniter_fields`` checks an expression and writes it the way croniter reads it the same: each field a
 plain list of numbers, or ``*`` where it was ``*`` (croniter, like Bun, matches a day by day-of-month OR
 weekday only when neither field is ``*``). Occurrences are croniter's business.
+
+A refused field is named with its bounds, as the reference words its seconds field; for the calendar
+fields the reference passes on Bun's parser's words ("value out of range for field"), which name neither.
 """
 from __future__ import annotations
 
@@ -49,8 +52,14 @@ _WEEKDAYS = {
     )
     for name in names
 }
-# (lowest, highest, names) of minute, hour, day of month, month, weekday.
-_CALENDAR = ((0, 59, None), (0, 23, None), (1, 31, None), (1, 12, _MONTHS), (0, 7, _WEEKDAYS))
+# (field name, lowest, highest, names, how the names read) of each calendar field.
+_CALENDAR = (
+    ("minute", 0, 59, None, None),
+    ("hour", 0, 23, None, None),
+    ("day-of-month", 1, 31, None, None),
+    ("month", 1, 12, _MONTHS, "JAN-DEC"),
+    ("weekday", 0, 7, _WEEKDAYS, "SUN-SAT"),
+)
 # Bun reads a step as a 7-bit and a value as an 8-bit unsigned integer.
 _MAX_STEP = 127
 _MAX_VALUE = 255
@@ -76,37 +85,60 @@ def _calendar(fields: list[str]) -> list[str]:
         # Bun takes a leading "@" for a macro, and the macros were expanded already.
         raise CommandError(errors.invalid_cron(errors.CRON_SYNTAX))
     out = []
-    for field, (low, high, names) in zip(fields, _CALENDAR):
-        values = _calendar_field(field, low, high, names)
+    for field, (name, low, high, names, shown_names) in zip(fields, _CALENDAR):
+        values = _calendar_field(_FieldRules(name, field, low, high, names, shown_names))
         out.append("*" if field == "*" else ",".join(map(str, values)))
     return out
 
 
-def _calendar_field(field: str, low: int, high: int, names: dict[str, int] | None) -> list[int]:
+class _FieldRules:
+    """One calendar field being read, and how to refuse it."""
+
+    __slots__ = ("name", "text", "low", "high", "names", "shown_names")
+
+    def __init__(self, name: str, text: str, low: int, high: int, names: dict[str, int] | None,
+                 shown_names: str | None) -> None:
+        self.name, self.text, self.low, self.high = name, text, low, high
+        self.names, self.shown_names = names, shown_names
+
+    def refuse(self, reason: str) -> NoReturn:
+        raise CommandError(errors.invalid_cron(errors.cron_field(self.name, self.text, reason)))
+
+    def value(self, text: str) -> int:
+        names = self.names
+        if names is not None and text.isascii() and text.lower() in names:
+            return names[text.lower()]
+        value = _zig_unsigned(text, _MAX_VALUE)
+        if value is None or not self.low <= value <= self.high:
+            self.refuse(errors.cron_values(self.low, self.high, self.shown_names))
+        return value
+
+
+def _calendar_field(rules: _FieldRules) -> list[int]:
     values: set[int] = set()
-    for part in field.split(","):
+    for part in rules.text.split(","):
         if not part:
-            raise CommandError(errors.invalid_cron(errors.CRON_SYNTAX))
+            rules.refuse(errors.SECONDS_EMPTY_ENTRY)
         pieces = part.split("/")
         if len(pieces) > 2:
-            raise CommandError(errors.invalid_cron(errors.CRON_STEP))
+            rules.refuse(errors.CRON_STEP_RANGE)
         step = 1
         if len(pieces) == 2:
             step = _zig_unsigned(pieces[1], _MAX_STEP) or 0
             if not step:
-                raise CommandError(errors.invalid_cron(errors.CRON_STEP))
+                rules.refuse(errors.CRON_STEP_RANGE)
         base = pieces[0]
         if base == "*":
-            start, end = low, high
+            start, end = rules.low, rules.high
         elif (bounds := _range(base)) is not None:
-            start, end = (_calendar_value(bound, low, high, names) for bound in bounds)
+            start, end = rules.value(bounds[0]), rules.value(bounds[1])
             if start > end:
-                raise CommandError(errors.invalid_cron(errors.CRON_RANGE))
+                rules.refuse(errors.SECONDS_RANGE_ORDER)
         else:
-            start = _calendar_value(base, low, high, names)
-            end = high if len(pieces) == 2 else start
+            start = rules.value(base)
+            end = rules.high if len(pieces) == 2 else start
         values.update(range(start, end + 1, step))
-    if names is _WEEKDAYS and 7 in values:
+    if rules.names is _WEEKDAYS and 7 in values:
         values.discard(7)
         values.add(0)
     return sorted(values)
@@ -118,15 +150,6 @@ def _range(base: str) -> tuple[str, str] | None:
     if cut <= 0 or cut == len(base) - 1 or "-" in base[cut + 1 :]:
         return None
     return base[:cut], base[cut + 1 :]
-
-
-def _calendar_value(text: str, low: int, high: int, names: dict[str, int] | None) -> int:
-    if names is not None and text.isascii() and text.lower() in names:
-        return names[text.lower()]
-    value = _zig_unsigned(text, _MAX_VALUE)
-    if value is None or not low <= value <= high:
-        raise CommandError(errors.invalid_cron(errors.CRON_VALUE))
-    return value
 
 
 def _zig_unsigned(text: str, highest: int) -> int | None:
@@ -194,4 +217,4 @@ def _seconds_number(field: str, text: str, label: str) -> int:
 
 
 def _refuse_seconds(field: str, reason: str) -> NoReturn:
-    raise CommandError(errors.invalid_cron(errors.cron_seconds(field, reason)))
+    raise CommandError(errors.invalid_cron(errors.cron_field("seconds", field, reason)))
