@@ -18,19 +18,16 @@ import time
 import uuid
 
 from benchmarks.compare.install import BunInstall
-from benchmarks.compare.servers import HOST, REPO_ROOT, OursLauncher, started
+from benchmarks.compare.servers import HOST, OursLauncher, started
 from benchmarks.ts_worker_drain import drain as ts_drain
 from bunqueue.asyncio import Job, Queue, Worker
+from tests.compat import clients
 
 CHUNK = 1000
-COMPAT = REPO_ROOT / "tests" / "compat"
 
 
 def compat_install() -> BunInstall:
     """Bun and the TS client from the compatibility tests' pinned npm install."""
-    sys.path.insert(0, str(COMPAT))
-    import clients  # tests/compat/clients.py
-
     bun = clients.ensure_js()
     modules = clients.JS_DIR / "node_modules"
     version = json.loads((modules / "bunqueue" / "package.json").read_text())["version"]

@@ -325,3 +325,67 @@ def test_the_engine_check_finds_a_component_reach() -> None:
     assert "push" in members and "clock" in members
     source = "broker.dlq.entries('q')\nbroker.push('q', {})\n"
     assert _reaches_past_the_engine("m", source, members) == ["m:1 broker.dlq"]
+
+
+# -- the tests mirror the package ----------------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+# Subpackages whose tests are not in a folder of their own, and where they are.
+TESTED_ELSEWHERE = {
+    "commands": "tests/protocol/, one file per command family over a real socket",
+    "_testbase": "the suite's own harness, checked where it serves (tests/storage/test_test_postgres.py)",
+}
+# Suites across the package: real sockets, crashes and restarts, the published clients, shared scenarios,
+# and the dashboard's files (bunqueue/ui, no modules) as a person sees them in a real browser.
+CROSS_CUTTING = {"protocol", "reliability", "compat", "conformance", "ui"}
+
+
+def _subpackages() -> list[str]:
+    """Every folder of the package that holds modules, as a path below ``bunqueue/``."""
+    return sorted(
+        path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*")
+        if path.is_dir() and path.name != "__pycache__" and any(path.glob("*.py*"))
+    )
+
+
+def _test_folder(subpackage: str) -> str:
+    """``bunqueue/a/b`` is tested in ``tests/a/b``; a private package drops its underscore (``_core``: ``core``)."""
+    return "/".join(part.lstrip("_") for part in subpackage.split("/"))
+
+
+def _test_folders() -> set[str]:
+    """Every folder below ``tests/`` that holds a test module."""
+    return {path.parent.relative_to(TESTS).as_posix() for path in TESTS.rglob("test_*.py")} - {"."}
+
+
+def _layout_gaps(subpackages: list[str], folders: set[str]) -> list[str]:
+    gaps = [
+        f"bunqueue/{sub}: no tests/{_test_folder(sub)}/" for sub in subpackages
+        if sub not in TESTED_ELSEWHERE and _test_folder(sub) not in folders
+    ]
+    mirrors = {_test_folder(sub) for sub in subpackages}
+    gaps += [
+        f"tests/{folder}/: mirrors no subpackage" for folder in sorted(folders)
+        if folder not in mirrors and folder.split("/")[0] not in CROSS_CUTTING
+    ]
+    return gaps
+
+
+def test_the_tests_mirror_the_package() -> None:
+    assert not _layout_gaps(_subpackages(), _test_folders())
+
+
+def test_the_layout_check_finds_a_gap() -> None:
+    assert _layout_gaps(["_core", "broker/ops", "commands"], {"core", "ops"}) == [
+        "bunqueue/broker/ops: no tests/broker/ops/",
+        "tests/ops/: mirrors no subpackage",
+    ]
+    assert not _layout_gaps(["_core", "broker", "broker/ops"], {"core", "broker", "broker/ops", "protocol"})
+
+
+def test_every_test_folder_is_a_package() -> None:
+    """Test modules are imported by their dotted path (``tests.core.test_heap``), so two folders may hold
+    modules of the same name: that needs an ``__init__.py`` in each folder up to ``tests/``."""
+    folders = {TESTS} | {TESTS / folder for folder in _test_folders()}
+    folders |= {parent for folder in folders for parent in folder.parents if TESTS in parent.parents}
+    assert not sorted(str(f.relative_to(TESTS.parent)) for f in folders if not (f / "__init__.py").exists())

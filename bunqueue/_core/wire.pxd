@@ -1,6 +1,6 @@
 # Wire constants as C sees them at compile time. Their one home is bunqueue/errors.py (MAX_FRAME_HEADER,
 # INT32_MIN, UINT32_MAX); these are the C standard's own limits of the same types, and
-# tests/unit/test_wire.py holds the two equal.
+# tests/test_errors_wire.py holds the two equal.
 
 from libc.math cimport floor
 from libc.stdint cimport INT32_MIN, UINT32_MAX

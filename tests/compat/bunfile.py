@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brokers import HOST, ReferenceProcess
-
 from bunqueue._testbase.frames import RawClient
+from tests.compat.brokers import HOST, ReferenceProcess
 
 MAIN = "imp-main"
 ACTIVE = "imp-active"

@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import brokers
-import clients
 import pytest
+
+from tests.compat import brokers, clients
 
 
 def _installed(ensure: object) -> Path:

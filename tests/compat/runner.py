@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from brokers import Broker
+
+from tests.compat.brokers import Broker
 
 # Set by the scenarios themselves, or read by the TypeScript client from the environment: a value
 # inherited from the caller would point it elsewhere (a token, an in-process broker, another import path).

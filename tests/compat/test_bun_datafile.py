@@ -13,11 +13,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import bunfile
 import pytest
 
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess
+from tests.compat import bunfile
 
 START_TIMEOUT = 30
 

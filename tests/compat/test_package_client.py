@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from brokers import Broker
-from runner import run_scenario
+
+from tests.compat.brokers import Broker
+from tests.compat.runner import run_scenario
 
 SCENARIOS = Path(__file__).parent / "sdk"
 PACKAGE = {"COMPAT_CLIENT": "package"}

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from brokers import Broker
-from runner import run_scenario
+
+from tests.compat.brokers import Broker
+from tests.compat.runner import run_scenario
 
 SCENARIOS = Path(__file__).parent / "sdk"
 # A first run installs the SDK into its virtual environment inside the first test.

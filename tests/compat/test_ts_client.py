@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from brokers import Broker
-from clients import JS_DIR, TS_CLIENTS
-from runner import run_scenario
+
+from tests.compat.brokers import Broker
+from tests.compat.clients import JS_DIR, TS_CLIENTS
+from tests.compat.runner import run_scenario
 
 # A first run installs Bun and the client with npm inside the first test.
 pytestmark = pytest.mark.timeout(600)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import mcp_server
+from tests.mcp.stdio_client import mcp_server
 
 RECORDED = json.loads((Path(__file__).parent / "original_2.9.5.json").read_text())
 #: What a schema says about the values it takes; descriptions and the draft marker are left out.

@@ -6,10 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import mcp_server
-
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess
+from tests.mcp.stdio_client import mcp_server
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 JOB_KEYS = ["id", "name", "queue", "data", "priority", "progress", "attempts", "maxAttempts", "createdAt"]

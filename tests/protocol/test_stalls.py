@@ -1,5 +1,5 @@
 """SetStallConfig / GetStallConfig and stall detection end to end (the exact timing and the two phases
-are covered without sleeping in tests/unit/test_stalls.py)."""
+are covered without sleeping in tests/broker/timers/test_stalls.py)."""
 from __future__ import annotations
 
 import asyncio

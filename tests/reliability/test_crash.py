@@ -10,7 +10,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from crashload import BUFFER_LOSS_WINDOW_MS, run
+from tests.reliability.crashload import BUFFER_LOSS_WINDOW_MS, run
 
 
 def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:

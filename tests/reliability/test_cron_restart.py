@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_restart import restart, start
 
 from bunqueue._testbase.frames import RawClient
 from bunqueue.storage import schema
+from tests.reliability.test_restart import restart, start
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_restart import restart, start
 
 from bunqueue._testbase.frames import RawClient
+from tests.reliability.test_restart import restart, start
 
 
 def flow(parent: str, kids: list[str], **child_opts: object) -> dict[str, object]:

@@ -1,18 +1,13 @@
-"""The pure parts of queue administration: DLQ scheduling and policy, progress and number formatting."""
+"""The dead-letter queue without I/O: entry times, auto-retry scheduling, eviction, selection and its policy."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
-import pytest
-
 from bunqueue._core.jobs import JobFactory
 from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, DeadLetters, can_auto_retry, merge_config
 from bunqueue.broker.components.queues import QueueState
-from bunqueue.broker.ops.jobcontrol import normalize_progress
-from bunqueue.broker.ops.listing import js_number_key
 from bunqueue.broker.timers.deadlines import Alarms
-from bunqueue.options import js_number, js_slice_bounds
 
 NOW = 1_800_000_000_000.0
 
@@ -88,42 +83,3 @@ def test_merge_config_floors_clamps_and_keeps_bad_fields():
                                            "maxAutoRetries": math.inf, "maxAge": None})
     assert merged == DEFAULT_CONFIG | {"autoRetryInterval": 1, "maxEntries": 1, "maxAge": None}
     assert list(merged) == ["autoRetry", "autoRetryInterval", "maxAutoRetries", "maxAge", "maxEntries"]
-
-
-@pytest.mark.parametrize(
-    ("progress", "expected"),
-    [(42, (42, None)), (101.5, (100, None)), (-1, (0, None)), (math.nan, (0, None)), (True, (1, None)),
-     (None, (0, None)), ("7.5", (7.5, None)), ("", (0, None)), ("half", (0, "half")),
-     ({"a": [1]}, (0, '{"a":[1]}')), ([1, 2], (0, "[1,2]"))],
-)
-def test_normalize_progress(progress: Any, expected: tuple[Any, Any]):
-    assert normalize_progress(progress) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "number"),
-    [("12", 12.0), (" 1e3 ", 1000.0), ("0x10", 16.0), ("", 0.0), ("-Infinity", -math.inf),
-     ("1_000", math.nan), ("nan", math.nan), ("abc", math.nan), ("-0x10", math.nan)],
-)
-def test_js_number(text: str, number: float):
-    got = js_number(text)
-    assert (math.isnan(got) and math.isnan(number)) or got == number
-
-
-@pytest.mark.parametrize(
-    ("value", "key"),
-    [(1.0, "1"), (-2.0, "-2"), (1.5, "1.5"), (1.5e-5, "0.000015"), (1e21, "1e+21"), (1e-7, "1e-7"),
-     (2.5e-7, "2.5e-7"), (1e20, "100000000000000000000"), (123456789012345680000.0, "123456789012345680000"),
-     (0.0, "0"), (-0.0, "0")],
-)
-def test_js_number_key(value: float, key: str):
-    assert js_number_key(value) == key
-
-
-@pytest.mark.parametrize(
-    ("start", "end", "length", "bounds"),
-    [(0, 2, 5, (0, 2)), (-1, 5, 5, (4, 5)), (1.9, 3.2, 5, (1, 3)), (-9, -2, 5, (0, 3)), (3, 99, 5, (3, 5)),
-     (0, math.inf, 5, (0, 5)), (-math.inf, 2, 5, (0, 2))],
-)
-def test_js_slice_bounds(start: float, end: float, length: int, bounds: tuple[int, int]):
-    assert js_slice_bounds(start, end, length) == bounds

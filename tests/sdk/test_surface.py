@@ -2,7 +2,7 @@
 ``sdk_surface.json``, against this package's: every exported name, every public method and property of
 every class, and every parameter with its kind, position and default.
 
-To record it again: ``python tests/client/test_sdk_surface.py DIR > tests/client/sdk_surface.json``, where
+To record it again: ``python tests/sdk/test_surface.py DIR > tests/sdk/sdk_surface.json``, where
 DIR holds the SDK's ``bunqueue`` package (an unpacked wheel).
 """
 from __future__ import annotations

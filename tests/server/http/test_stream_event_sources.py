@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import aiohttp
 import pytest
 from aiohttp import web
-from test_stream_events import Message, Socket, http, http_server, named, socket
 
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess, free_port
+from tests.server.http.test_stream_events import Message, Socket, http, http_server, named, socket
 
 __all__ = ["http", "http_server", "socket"]
 

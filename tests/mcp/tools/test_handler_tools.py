@@ -6,9 +6,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
-from conftest import mcp_server
 
 from bunqueue._testbase.server import free_port
+from tests.mcp.stdio_client import mcp_server
 
 
 @asynccontextmanager
