@@ -23,6 +23,10 @@ Who calls what:
   the store and hands its deadline handlers to the scheduler: that is where an engine is chosen.
 * ``monitoring/`` (snapshot, dashboard, prometheus, compaction) composes the monitoring family's answers
   from the in-memory engine's components; only ``broker/ops/monitoring.py`` calls it.
+
+An engine whose job family can only answer after a round trip (PostgreSQL) sets ``awaits_jobs`` and also
+implements ``AwaitedJobs``: the job handlers then return a coroutine over those methods instead of calling
+``push`` ... ``ack_batch``, and the runner delivers its reply when it is done (``CommandRunner.wait``).
 """
 from __future__ import annotations
 
@@ -39,16 +43,45 @@ from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Histogram
 from bunqueue.monitoring.snapshot import Totals
 
-__all__ = ["Engine", "Entry", "Job", "QueueState", "Reply", "Session", "Totals"]
+__all__ = ["AwaitedJobs", "Engine", "Entry", "Job", "QueueState", "Reply", "Session", "Totals"]
 
 Reply = dict[str, Any]
 JobListener = Callable[[dict[str, Any]], None]
 SystemListener = Callable[[str, dict[str, Any]], None]
 
 
+class AwaitedJobs(Protocol):
+    """PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL of an engine that answers them after a round trip.
+
+    Each call validates as its ``Engine`` twin does (``JobFactory.build``, ``options``) and fails with the
+    same ``CommandError`` texts. A pull is one call: the claim, then the long-poll while ``timeout_ms``
+    lasts; its tokens are None when it names no owner, as ``Engine.pull``'s are. An ack or fail names the
+    job by (id, token) in one statement, so ``active_job`` and the ``late_*`` calls have no twin: their
+    refusals are the statement's, and their replies are the whole reply.
+    """
+
+    async def push_async(self, queue: str, opts: dict[str, Any], check_size: bool = False) -> str: ...
+
+    async def push_many_async(self, queue: str, items: Any, check_size: bool = False) -> list[str]: ...
+
+    async def pull_async(
+        self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float
+    ) -> tuple[list[Job], list[str] | None]: ...
+
+    async def ack_async(self, job_id: Any, token: Any, result: Any, has_result: bool, remove: bool) -> Reply: ...
+
+    async def fail_async(
+        self, job_id: Any, token: Any, error: Any, stack: Any, unrecoverable: bool, remove: bool
+    ) -> Reply: ...
+
+    async def ack_batch_async(self, ids: list[Any], tokens: list[Any] | None, results: list[Any] | None) -> Reply: ...
+
+
 class Engine(Protocol):
     # Epoch milliseconds, as every timestamp on the wire.
     clock: Callable[[], float]
+    # True when the engine also implements ``AwaitedJobs`` and the job handlers must await it.
+    awaits_jobs: bool
 
     # -- jobs: PUSH, PUSHB, PULL, PULLB, ACK, ACKB, FAIL. ``queue`` names the handle ``pull`` and
     # ``pull_later`` take (the long-poll); ``active_job`` is the running attempt an ACK or FAIL names, and

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 
 class Broker(Wiring):
+    # Every answer is ready when its call returns: the job handlers call the methods below directly.
+    awaits_jobs = False
+
     # -- jobs: PUSH, PUSHB, PULL, PULLB, ACK, ACKB, FAIL (push, push_many, queue, pull, active_job, ack and
     # fail are Wiring's) and the outcomes that lost a race with a timeout, a lease or a stall
     pull_later = pullwait.wait_for_jobs

@@ -1,13 +1,18 @@
-"""PUSH, PUSHB, PULL, PULLB, ACK, ACKB, FAIL: request dicts in, response dicts (or a wait) out."""
+"""PUSH, PUSHB, PULL, PULLB, ACK, ACKB, FAIL: request dicts in, response dicts (or a wait) out.
+
+Each handler validates the request, then branches once on ``awaits_jobs``: the memory engine answers at
+once; an engine that awaits its job family (``AwaitedJobs``) gets a coroutine the runner awaits, whose
+reply has the same shape.
+"""
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, cast
 
 from bunqueue import errors, options
 from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, check_nesting, flag_option, validate_queue_name
-from bunqueue.broker.engine import Engine, QueueState, Session
+from bunqueue.broker.engine import AwaitedJobs, Engine, QueueState, Session
 from bunqueue.errors import CommandError
 
 Reply = dict[str, Any]
@@ -17,16 +22,30 @@ Reply = dict[str, Any]
 SIZE_CHECK_FRAME_BYTES = (10 * 1024 * 1024) // 6
 
 
-def handle_push(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_push(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue = options.queue_name(cmd)
+    if broker.awaits_jobs:
+        return _push_awaited(cast(AwaitedJobs, broker), queue, cmd, session.frame_size > SIZE_CHECK_FRAME_BYTES)
     job_id = broker.push(queue, cmd, session.frame_size > SIZE_CHECK_FRAME_BYTES)
     return {"ok": True, "id": job_id}
 
 
-def handle_pushb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+async def _push_awaited(jobs: AwaitedJobs, queue: str, cmd: dict[str, Any], check_size: bool) -> Reply:
+    return {"ok": True, "id": await jobs.push_async(queue, cmd, check_size)}
+
+
+def handle_pushb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue = options.queue_name(cmd)
+    if broker.awaits_jobs:
+        return _pushb_awaited(
+            cast(AwaitedJobs, broker), queue, cmd.get("jobs"), session.frame_size > SIZE_CHECK_FRAME_BYTES
+        )
     ids = broker.push_many(queue, cmd.get("jobs"), session.frame_size > SIZE_CHECK_FRAME_BYTES)
     return {"ok": True, "ids": ids}
+
+
+async def _pushb_awaited(jobs: AwaitedJobs, queue: str, items: Any, check_size: bool) -> Reply:
+    return {"ok": True, "ids": await jobs.push_many_async(queue, items, check_size)}
 
 
 def _pull_options(cmd: dict[str, Any], batch: bool) -> tuple[str, int, float, str | None, float, GroupClaim | None]:
@@ -46,6 +65,8 @@ def _pull_options(cmd: dict[str, Any], batch: bool) -> tuple[str, int, float, st
 def handle_pull(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue, _, timeout, owner, lock_ttl, claim = _pull_options(cmd, False)
     detach = flag_option(cmd, "detach") and owner is None
+    if broker.awaits_jobs:
+        return _pull_awaited(cast(AwaitedJobs, broker), queue, session, owner, lock_ttl, timeout)
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach, claim)
     if not jobs and timeout > 0:
@@ -61,6 +82,13 @@ async def _pull_later(
     return _pull_reply(jobs, tokens)
 
 
+async def _pull_awaited(
+    jobs: AwaitedJobs, queue: str, session: Session, owner: str | None, lock_ttl: float, timeout: float
+) -> Reply:
+    pulled, tokens = await jobs.pull_async(queue, 1, session, owner, lock_ttl, timeout)
+    return _pull_reply(pulled, tokens)
+
+
 def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
     reply: Reply = {"ok": True, "job": jobs[0] if jobs else None}
     if tokens is not None:
@@ -70,6 +98,8 @@ def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
 
 def handle_pullb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue, count, timeout, owner, lock_ttl, claim = _pull_options(cmd, True)
+    if broker.awaits_jobs:
+        return _pullb_awaited(cast(AwaitedJobs, broker), queue, count, session, owner, lock_ttl, timeout)
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False, claim)
     if not jobs and timeout > 0:
@@ -85,6 +115,13 @@ async def _pullb_later(
     return _pullb_reply(jobs, tokens)
 
 
+async def _pullb_awaited(
+    jobs: AwaitedJobs, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout: float
+) -> Reply:
+    pulled, tokens = await jobs.pull_async(queue, count, session, owner, lock_ttl, timeout)
+    return _pullb_reply(pulled, tokens)
+
+
 def _pullb_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
     reply: Reply = {"ok": True, "jobs": jobs}
     if tokens is not None:
@@ -92,7 +129,7 @@ def _pullb_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
     return reply
 
 
-def handle_ack(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_ack(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     job_id = cmd.get("id")
     token = cmd.get("token")
     remove = cmd.get("removeOnComplete") is True
@@ -100,6 +137,8 @@ def handle_ack(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     has_result = result is not None or "result" in cmd
     if has_result:
         check_nesting(result, "result")
+    if broker.awaits_jobs:
+        return cast(AwaitedJobs, broker).ack_async(job_id, token, result, has_result, remove)
     try:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:
@@ -109,7 +148,7 @@ def handle_ack(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
     return {"ok": True}
 
 
-def handle_ackb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_ackb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     ids = options.string_list(cmd, "ids")
     tokens = cmd.get("tokens")
     results = cmd.get("results")
@@ -122,12 +161,19 @@ def handle_ackb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
             check_nesting(result, "result")
         except CommandError as exc:
             raise CommandError(errors.item_error("results", i, exc.message)) from None
+    if broker.awaits_jobs:
+        return cast(AwaitedJobs, broker).ack_batch_async(ids, tokens, results)
     return broker.ack_batch(ids, tokens, results)
 
 
-def handle_fail(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
+def handle_fail(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     job_id = cmd.get("id")
     token = cmd.get("token")
+    if broker.awaits_jobs:
+        return cast(AwaitedJobs, broker).fail_async(
+            job_id, token, cmd.get("error"), cmd.get("stack"),
+            cmd.get("unrecoverable") is True, cmd.get("removeOnFail") is True,
+        )
     try:
         job = broker.active_job(job_id, token)
     except CommandError as refusal:

@@ -1,11 +1,13 @@
 """PostgreSQL storage: several brokers on one database, PostgreSQL the authority, each broker's memory a cache.
 
 What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
-broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``) and the hot
-path, not yet reachable from the command layer: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry)
-over ``statements``, ``jobrows`` (jobs to and from rows), ``collector`` (group commit) and ``wakeups``
-(LISTEN/NOTIFY). What follows is the design the engine (an implementation of
-``bunqueue.broker.engine.Engine``) is built to; ``hotpath``'s docstring lists what it leaves to the engine.
+broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``), the hot
+path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``jobrows`` (jobs to
+and from rows), ``collector`` (group commit) and ``wakeups`` (LISTEN/NOTIFY), and ``jobfamily``
+(``PostgresJobs``: PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL over the hot path, as the command layer
+awaits them). A start in PostgreSQL mode still stops after its checks: no engine is built from these yet.
+What follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built
+to; ``hotpath``'s docstring lists what it leaves to the engine.
 
 Batching: one statement per kind of write, shared by concurrent requests
     Each hot command kind (push, claim, ack, fail, extend-lock) has a collector. A request appends its
@@ -73,25 +75,40 @@ Crons and the rest
     $old``) pushes the job, in the same transaction. Times are judged by the database's clock (``NOW_MS``
     in ``sessions``) wherever two brokers must agree.
 
-How the command layer awaits the hot path (the next step)
+How the command layer awaits the hot path
     ``Engine``'s methods return their answer; the PostgreSQL hot path can only return it after a round
-    trip. The smallest change keeps one dispatch table and the memory engine untouched:
+    trip. One dispatch table serves both, and the memory engine's path is unchanged:
 
-    - ``engine.py`` gains a second protocol, ``AwaitedJobs``, implemented by the PostgreSQL engine only:
-      ``push_async(queue, opts, check_size) -> str``, ``push_many_async(...) -> list[str]``,
-      ``pull_async(queue, count, session, owner, lock_ttl, timeout_ms) -> (jobs, tokens)`` (the claim,
-      then ``claim_wait`` while the timeout lasts: the long-poll and the plain pull are one call),
-      ``ack_async(job_id, token, result, has_result, remove)``, ``fail_async(job_id, token, error, stack,
-      unrecoverable, remove)`` and ``ack_batch_async``. An ack or fail names the job by (id, token) in one
-      statement, so ``active_job`` and the ``late_*`` calls have no twin: their refusals are the
-      statement's. Both engines keep the validation in ``JobFactory.build`` and ``options``.
-    - The engine says which family it serves with one class attribute, ``awaits_jobs`` (False on
-      ``Broker``). The seven handlers in ``commands/jobs.py`` validate as today, then, when it is True,
-      return a coroutine that awaits the twin and shapes the same reply dict; the runner already accepts
-      an awaitable reply (``CommandRunner.wait``, as for a long-poll), sets the reqId and delivers it, and
-      the SQLite store's ticket (``take_ticket``) is not involved: the reply leaves after the statement's
-      commit.
-    - A later refinement removes the task ``wait`` makes per awaitable: the collectors can settle a future
-      with the reply itself (a request carries its reply shaper), and ``wait`` attaches a done callback to
-      a bare ``asyncio.Future`` instead of wrapping it in a task.
+    - ``engine.py`` has a second protocol, ``AwaitedJobs``: ``push_async``, ``push_many_async``,
+      ``pull_async`` (the claim, then ``claim_wait`` while the timeout lasts: the long-poll and the plain
+      pull are one call), ``ack_async``, ``fail_async`` and ``ack_batch_async``. An ack or fail names the
+      job by (id, token) in one statement, so ``active_job`` and the ``late_*`` calls have no twin: their
+      refusals are the statement's. Both engines validate with ``JobFactory.build`` / ``build_batch`` and
+      ``options``.
+    - An engine says which it serves with one attribute, ``awaits_jobs`` (False on ``Broker``). The seven
+      handlers in ``commands/jobs.py`` validate as before and branch once on it: when True they return a
+      coroutine that awaits the twin and shapes the same reply dict; the runner answers it as a long-poll
+      (``CommandRunner.wait``). The reply leaves after the statement's commit; the SQLite store's ticket
+      is not involved.
+    - ``jobfamily.PostgresJobs`` implements ``AwaitedJobs`` over ``HotPath`` and its ``BrokerSession``. A
+      job it admits gets the memory engine's first timeline entry; a claimed job its ``active`` entry, and
+      ``attempts`` on the wire counts the attempts before the running one (the row counts the claim). ACKB
+      reads every (id, token) first and refuses the first that holds no lease, as the memory engine checks
+      every position before any change; a lease lost between that read and the acks refuses its position
+      only. ``tests/storage/postgres/test_jobfamily.py`` runs the same frames through the real runner on
+      both engines and compares the replies field by field.
+
+What is next
+    - The engine: the memory ``Broker``'s components as the cache for everything but the job family,
+      ``awaits_jobs`` True, ``PostgresJobs`` bound in; then ``server/app.py`` builds it and the refusal at
+      start goes.
+    - What ``hotpath`` leaves out, each answered as the memory engine answers it: retry backoff (a FAIL
+      with attempts left is ready at once today), the error and stack of a FAIL and the failed/waiting
+      timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, group
+      claims (a pull's ``group`` is not read yet) and queue limits, the DLQ, job events, and a pull without
+      an owner (it is leased like any claim, and its ACK, which carries no token, is refused).
+    - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
+    - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
+      itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare
+      ``asyncio.Future`` instead of wrapping it in a task.
 """

@@ -241,6 +241,19 @@ class HotPath:
             for (job_id, token, _value), row in zip(requests, outcomes)
         ]
 
+    async def first_refusal(self, pairs: list[tuple[str, Any]]) -> CommandError | None:
+        """The refusal an ack of the first (job id, token) pair that holds no running lease would get, in
+        order; None when every pair holds one. A job named twice holds no lease the second time."""
+        rows = await self.pool.fetch(statements.SETTLE_REFUSED, self.namespace, [job_id for job_id, _ in pairs])
+        found = {row["id"]: row for row in rows}
+        seen: set[str] = set()
+        for job_id, token in pairs:
+            row = found.get(job_id)
+            if job_id in seen or row is None or row["state"] != states.ACTIVE or row["lease_token"] != token:
+                return CommandError(_refusal(None if job_id in seen else row, job_id, token))
+            seen.add(job_id)
+        return None
+
     # -- leases --------------------------------------------------------------------------------------------
 
     async def expire_leases(self) -> list[tuple[str, str]]:

@@ -72,11 +72,15 @@ class PushColumns:
 
 
 def claimed_job(row: Sequence[Any]) -> Job:
-    """A job the claim statement returned (``CLAIMED_COLUMNS``), as the running attempt the row now is."""
+    """A job the claim statement returned (``CLAIMED_COLUMNS``), as the running attempt the row now is.
+
+    The row counts the attempt its claim started; a job on the wire counts the attempts before the running
+    one, as the memory engine's does."""
     _slot, _id, _token, attempts, started_at, seq, record = row
     job = Job.from_record(unpack(record))
     job.state = states.ACTIVE
-    job.attempts = attempts
+    job.attempts = attempts - 1
+    job.note({"state": states.ACTIVE_NAME, "timestamp": started_at})
     job.started_at = started_at
     job.last_heartbeat = started_at
     job.seq = seq

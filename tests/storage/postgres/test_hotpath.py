@@ -95,7 +95,7 @@ async def test_a_claim_leases_each_job_under_the_brokers_session(hot: HotPath, f
     assert await hot.push(job) == "custom-1"
     (claimed,), (token,) = await hot.claim("q", 1, "worker-7", 4000)
     assert (claimed.id, claimed.state, claimed.attempts, claimed.priority, claimed.name) == (
-        "custom-1", states.ACTIVE, 1, 3, "j")
+        "custom-1", states.ACTIVE, 0, 3, "j")
     row = await _row(hot, "custom-1")
     assert (row["state"], row["attempts"], row["lease_token"], row["lease_session"], row["lease_broker"],
             row["worker_id"], row["ttl"]) == (states.ACTIVE, 1, token, hot.session.token, "b1", "worker-7", 4000)
@@ -192,7 +192,7 @@ async def test_a_failed_attempt_is_retried_until_attempts_run_out(hot: HotPath, 
     assert await hot.fail(job_id, t1) == states.READY
     assert await hot.fail(final_id, t2, final=True) == states.FAILED
     (again,), (t3,) = await hot.claim("q", 5, "w", TTL)
-    assert (again.id, again.attempts) == (job_id, 2)
+    assert (again.id, again.attempts) == (job_id, 1)
     assert await hot.fail(job_id, t3) == states.FAILED
     assert [(await _row(hot, i))["state"] for i in (job_id, final_id)] == [states.FAILED, states.FAILED]
 
@@ -210,7 +210,7 @@ async def test_expired_leases_return_their_jobs_to_ready_in_one_sweep(hot: HotPa
     assert str(refused.value) == errors.not_processing(short[0].id)
     again, _ = await hot.claim("q", 10, "w", TTL)
     assert [job.id for job in again] == [job.id for job in short]
-    assert [job.attempts for job in again] == [2, 2, 2]
+    assert [job.attempts for job in again] == [1, 1, 1]
     assert {job.id for job in long} | {job.id for job in again} == set(ids)
 
 

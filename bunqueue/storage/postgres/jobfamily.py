@@ -1,0 +1,97 @@
+"""``PostgresJobs``: the job family (PUSH, PUSHB, PULL, PULLB, ACK, ACKB, FAIL) answered by the PostgreSQL
+hot path, as ``bunqueue.broker.engine.AwaitedJobs`` asks.
+
+Requests are validated as the memory engine validates them (``JobFactory.build``, ``build_batch``), then
+handed to ``HotPath``, which claims under its ``BrokerSession``: a broker whose session is lost claims
+nothing. What ``hotpath`` leaves out (its docstring lists it) is left out here too; see the design note in
+``bunqueue.storage.postgres``.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from bunqueue import errors
+from bunqueue._core.admission import build_batch
+from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
+from bunqueue.broker import states
+from bunqueue.broker.clock import now_ms
+from bunqueue.broker.session import Session
+from bunqueue.errors import CommandError
+from bunqueue.storage.postgres.hotpath import HotPath
+
+Reply = dict[str, Any]
+
+
+class PostgresJobs:
+    """The job family over ``hot`` (and the session it claims under); ``clock`` stamps pushed jobs."""
+
+    awaits_jobs = True
+
+    def __init__(self, hot: HotPath, clock: Callable[[], float] = now_ms) -> None:
+        self.hot = hot
+        self.session = hot.session
+        self.clock = clock
+        self.factory = JobFactory()
+
+    async def push_async(self, queue: str, opts: dict[str, Any], check_size: bool = False) -> str:
+        now = self.clock()
+        job = self.factory.build(opts, queue, now, False)
+        if check_size and job.data is not NO_DATA and data_too_large(job.data):
+            raise CommandError(errors.JOB_DATA_TOO_LARGE)
+        return await self.hot.push(_admitted(job, now))
+
+    async def push_many_async(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
+        if type(items) is not list:
+            raise CommandError(errors.must_be_array("jobs"))
+        now = self.clock()
+        jobs: list[Job] = build_batch(self.factory, items, queue, now, check_size)
+        return await self.hot.push_many([_admitted(job, now) for job in jobs]) if jobs else []
+
+    async def pull_async(
+        self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float
+    ) -> tuple[list[Job], list[str] | None]:
+        ttl = int(lock_ttl)
+        if timeout_ms > 0:
+            jobs, tokens = await self.hot.claim_wait(queue, count, owner, ttl, timeout_ms)
+        else:
+            jobs, tokens = await self.hot.claim(queue, count, owner, ttl)
+        # Every claim is leased; a pull that names no owner is answered without tokens, as in memory.
+        return jobs, tokens if owner is not None else None
+
+    async def ack_async(self, job_id: Any, token: Any, result: Any, has_result: bool, remove: bool) -> Reply:
+        await self.hot.ack(job_id, token, result, has_result)
+        return {"ok": True}
+
+    async def fail_async(
+        self, job_id: Any, token: Any, error: Any, stack: Any, unrecoverable: bool, remove: bool
+    ) -> Reply:
+        await self.hot.fail(job_id, token, unrecoverable)
+        return {"ok": True}
+
+    async def ack_batch_async(self, ids: list[Any], tokens: list[Any] | None, results: list[Any] | None) -> Reply:
+        """Every position is checked before any job changes, as in memory; a lease lost between the check
+        and the acks refuses its position only."""
+        pairs = [(job_id, tokens[i] if tokens is not None else None) for i, job_id in enumerate(ids)]
+        refusal = await self.hot.first_refusal(pairs)
+        if refusal is not None:
+            raise refusal
+        outcomes = await asyncio.gather(*(
+            self.hot.ack(job_id, token, None if results is None else results[i], results is not None)
+            for i, (job_id, token) in enumerate(pairs)
+        ), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return {"ok": True}
+
+
+def _admitted(job: Job, now: float) -> Job:
+    """``job`` with the first timeline entry the memory engine gives a job it admits."""
+    if job.run_at > now:
+        initial = states.DELAYED_NAME
+    else:
+        initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
+    job.timeline = [{"state": initial, "timestamp": now}]
+    return job
