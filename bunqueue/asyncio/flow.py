@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bunqueue.asyncio.base import open_transport
 from bunqueue.asyncio.job import Job
+from bunqueue.client.connectionoptions import ConnectionOptions, open_transport
 from bunqueue.client.options import compact, job_fields
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
 from bunqueue.errors import RemoteCommandError
@@ -81,10 +81,9 @@ class FlowProducer:
         embedded: bool = False,
         data_path: str | None = None,
     ) -> None:
-        self.transport, self._owns_transport = open_transport(
-            host=host, port=port, token=token, tls=tls, connection=connection, embedded=embedded,
-            data_path=data_path, on_telemetry=on_telemetry,
-        )
+        self.transport, self._owns_transport = open_transport(ConnectionOptions(
+            host, port, token, tls, on_telemetry=on_telemetry, embedded=embedded, data_path=data_path,
+        ), connection)
 
     @property
     def connection(self) -> Transport:

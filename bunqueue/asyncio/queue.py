@@ -6,10 +6,10 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from bunqueue.asyncio.base import open_transport
 from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue_admin import QueueAdminOps
 from bunqueue.asyncio.queue_query import QueueQueryOps
+from bunqueue.client.connectionoptions import ConnectionOptions, open_transport
 from bunqueue.client.options import bulk_entry, compact, job_fields
 from bunqueue.client.telemetry import TelemetryHandler
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
@@ -45,11 +45,10 @@ class Queue(QueueQueryOps, QueueAdminOps):
         on_telemetry: TelemetryHandler | None = None,
     ) -> None:
         self.name = prefix_key + name
-        self.transport, self._owns_transport = open_transport(
-            host=host, port=port, token=token, tls=tls, connection=connection, command_timeout=command_timeout,
-            embedded=embedded, data_path=data_path, pool_size=pool_size,
-            on_telemetry=on_telemetry,
-        )
+        self.transport, self._owns_transport = open_transport(ConnectionOptions(
+            host, port, token, tls, command_timeout=command_timeout, pool_size=pool_size, on_telemetry=on_telemetry,
+            embedded=embedded, data_path=data_path,
+        ), connection)
 
     @property
     def connection(self) -> Transport:

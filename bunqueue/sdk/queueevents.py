@@ -6,7 +6,7 @@ from typing import Any
 from bunqueue.asyncio import queueevents as aio
 from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
-from bunqueue.sdk.sharedconnection import Connection
+from bunqueue.sdk.sharedconnection import Connection, shared_transport
 
 
 class _Bridged(aio.QueueEvents):
@@ -36,8 +36,8 @@ class QueueEvents(ThreadedEmitter):
         data_path: str | None = None,
     ) -> None:
         super().__init__()
-        self._aio = _Bridged(name, host, port, token, tls, connection.transport if connection else None,
-                             prefix_key, autorun=False, embedded=embedded, data_path=data_path)
+        self._aio = _Bridged(name, host, port, token, tls, shared_transport(connection), prefix_key,
+                             autorun=False, embedded=embedded, data_path=data_path)
         self._aio.outer = self
         self.name = self._aio.name
         run(self._aio.wait_until_ready())
