@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bunqueue.asyncio.base import open_transport
 from bunqueue.asyncio.job import Job
-from bunqueue.client.connectionoptions import ConnectionOptions, open_transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
 from bunqueue.client.options import compact, job_fields
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
+from bunqueue.client.transport import Transport
 from bunqueue.errors import RemoteCommandError
 
 MAX_FLOW_DEPTH = 100

@@ -6,13 +6,14 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from bunqueue.asyncio.base import open_transport
 from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue_admin import QueueAdminOps
 from bunqueue.asyncio.queue_query import QueueQueryOps
-from bunqueue.client.connectionoptions import ConnectionOptions, open_transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
 from bunqueue.client.options import bulk_entry, compact, job_fields
 from bunqueue.client.telemetry import TelemetryHandler
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
+from bunqueue.client.transport import Transport
 from bunqueue.errors import UnrecoverableError
 
 # A failed job keeps this many of the last traceback lines (the server keeps the first

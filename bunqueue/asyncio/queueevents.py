@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bunqueue.asyncio.base import loop_running
+from bunqueue.asyncio.base import loop_running, open_transport
 from bunqueue.asyncio.emitter import EventEmitter
-from bunqueue.client.connectionoptions import ConnectionOptions, open_transport
-from bunqueue.client.transport import DEFAULT_PORT, Subscription, TlsOption, Transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
+from bunqueue.client.transport import Subscription, Transport
 
 
 def translate(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:

@@ -19,13 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bunqueue.asyncio.acks import AckBatcher
-from bunqueue.asyncio.base import loop_running
+from bunqueue.asyncio.base import loop_running, open_transport
 from bunqueue.asyncio.emitter import EventEmitter
 from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue import MAX_STACK_LINES, stack_lines
-from bunqueue.client.connectionoptions import ConnectionOptions, open_transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
 from bunqueue.client.options import compact
-from bunqueue.client.transport import DEFAULT_PORT, RECONNECT_BACKOFF_S, TlsOption, Transport
+from bunqueue.client.transport import RECONNECT_BACKOFF_S, Transport
 from bunqueue.errors import BunqueueError, UnrecoverableError
 
 MAX_POLL_TIMEOUT_MS = 30000

@@ -1,16 +1,21 @@
-"""Where and how a client object reaches a broker, as one value, and the transport it opens.
+"""Where and how a client object reaches a broker, as one value.
 
 Queue, Worker, QueueEvents, FlowProducer (asyncio and synchronous) and the SDK's Connection take these as
-arguments of their own; each gathers them into a ``ConnectionOptions`` and opens its transport here, so
-that TCP or embedded, and every default, is decided in one place.
+arguments of their own and gather them into a ``ConnectionOptions``: the TCP transport is made from it
+(``TcpTransport``), and ``bunqueue.asyncio.base.open_transport`` chooses between TCP and the embedded
+engine with it, so that every default and that choice are written once.
 """
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
+from typing import Any
 
-from bunqueue.client import embedded
 from bunqueue.client.telemetry import TelemetryHandler
-from bunqueue.client.transport import DEFAULT_PORT, TcpTransport, TlsOption, Transport
+
+DEFAULT_PORT = 6789
+#: True (system CAs), an SSLContext, or ``{"ca_file": path, "verify": bool}``.
+TlsOption = bool | ssl.SSLContext | dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -29,20 +34,3 @@ class ConnectionOptions:
     on_telemetry: TelemetryHandler | None = None
     embedded: bool = False
     data_path: str | None = None
-
-    def tcp_transport(self) -> TcpTransport:
-        return TcpTransport(self.host, self.port, self.token, self.tls, self.connect_timeout, self.command_timeout,
-                            self.pool_size, self.on_telemetry)
-
-
-def open_transport(options: ConnectionOptions, shared: Transport | None = None) -> tuple[Transport, bool]:
-    """The transport to use and whether the caller owns it (closes it with itself).
-
-    A ``shared`` transport is used and left open; ``embedded`` (or ``BUNQUEUE_EMBEDDED=1``) uses the
-    broker of ``data_path`` in this process; otherwise a pool of TCP connections.
-    """
-    if shared is not None:
-        return shared, False
-    if options.embedded or embedded.forced():
-        return embedded.EmbeddedTransport(options.data_path), True
-    return options.tcp_transport(), True

@@ -6,7 +6,7 @@ from typing import Any
 
 from bunqueue.asyncio import flow as aio
 from bunqueue.asyncio.flow import FlowNode
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import blocking
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.sharedconnection import Connection, shared_transport

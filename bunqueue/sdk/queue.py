@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue.asyncio import queue as aio
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
 from bunqueue.client.options import legacy_envelope
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import blocking
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.sharedconnection import Connection, shared_transport

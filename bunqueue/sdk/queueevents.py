@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue.asyncio import queueevents as aio
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
 from bunqueue.sdk.sharedconnection import Connection, shared_transport
 

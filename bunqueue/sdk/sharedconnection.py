@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.client.connectionoptions import ConnectionOptions
-from bunqueue.client.transport import DEFAULT_PORT, PROTOCOL_VERSION, TcpTransport, TlsOption, Transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
+from bunqueue.client.transport import PROTOCOL_VERSION, TcpTransport, Transport
 from bunqueue.errors import CommandError, CommandTimeoutError, ConnectionClosedError
 from bunqueue.sdk.blocking import run
 from bunqueue.sdk.telemetry import TelemetryHandler
@@ -33,8 +33,8 @@ class Connection:
         self.tls = tls
         self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
-        self.transport: Transport = ConnectionOptions(
-            host, port, token, tls, connect_timeout, command_timeout, on_telemetry=on_telemetry).tcp_transport()
+        self.transport: Transport = TcpTransport(ConnectionOptions(
+            host, port, token, tls, connect_timeout, command_timeout, on_telemetry=on_telemetry))
 
     @classmethod
     def over(cls, transport: Transport) -> Connection:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bunqueue.asyncio import worker as aio
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import ThreadedEmitter, run
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.sharedconnection import Connection
