@@ -107,8 +107,11 @@ class Worker(EventEmitter):
         if autorun and loop_running():
             self.start()
 
-    def _new_job(self, raw: dict[str, Any], token: str | None) -> Job:
-        return Job(raw, self.transport, token, on_progress=lambda job, p: self.emit("progress", job, p))
+    #: What ``_new_job`` makes (the synchronous client's Worker makes its own Jobs).
+    _job_type: type[Any] = Job
+
+    def _new_job(self, raw: dict[str, Any], token: str | None) -> Any:
+        return self._job_type(raw, self.transport, token, on_progress=lambda job, p: self.emit("progress", job, p))
 
     def on(self, event: str, listener: Callable[..., Any]) -> Worker:
         """As EventEmitter.on; a ``ready`` listener added after the worker is ready is called at once."""

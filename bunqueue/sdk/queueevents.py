@@ -1,22 +1,14 @@
 """The synchronous QueueEvents: one queue's events, to listeners called on a thread of their own."""
 from __future__ import annotations
 
-from typing import Any
-
 from bunqueue.asyncio import queueevents as aio
 from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
-from bunqueue.sdk.blocking import ThreadedEmitter, run
+from bunqueue.sdk.blocking import Bridged, ThreadedEmitter, run
 from bunqueue.sdk.sharedconnection import Connection, shared_transport
 
 
-class _Bridged(aio.QueueEvents):
-    outer: QueueEvents
-
-    def emit(self, event: str, *args: Any) -> bool:
-        return self.outer.emit(event, *args)
-
-    def listener_count(self, event: str) -> int:
-        return self.outer.listener_count(event)
+class _Bridged(Bridged, aio.QueueEvents):
+    pass
 
 
 class QueueEvents(ThreadedEmitter):
