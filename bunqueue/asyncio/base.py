@@ -3,6 +3,7 @@ when made inside a running loop."""
 from __future__ import annotations
 
 import asyncio
+from typing import Self
 
 from bunqueue.client import embedded
 from bunqueue.client.connectionoptions import ConnectionOptions
@@ -21,6 +22,32 @@ def open_transport(options: ConnectionOptions, shared: Transport | None = None) 
     if options.embedded or embedded.forced():
         return embedded.EmbeddedTransport(options.data_path), True
     return TcpTransport(options), True
+
+
+class TransportUser:
+    """An object on one transport: its own (closed with it) or a shared one, left open. ``async with``
+    closes it."""
+
+    transport: Transport
+    _owns_transport: bool
+
+    def _open(self, options: ConnectionOptions, shared: Transport | None) -> None:
+        self.transport, self._owns_transport = open_transport(options, shared)
+
+    @property
+    def connection(self) -> Transport:
+        """The transport, shareable with other objects through their ``connection`` argument."""
+        return self.transport
+
+    async def close(self) -> None:
+        if self._owns_transport:
+            await self.transport.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
 
 def loop_running() -> bool:
