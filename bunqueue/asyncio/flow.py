@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bunqueue.asyncio.base import open_transport
+from bunqueue.asyncio.base import TransportUser
 from bunqueue.asyncio.job import Job
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
 from bunqueue.client.options import compact, job_fields
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
+from bunqueue.client.transport import Transport
 from bunqueue.errors import RemoteCommandError
 
 MAX_FLOW_DEPTH = 100
@@ -66,7 +67,7 @@ class _Plan:
         return {"id": job_id, "children": children}
 
 
-class FlowProducer:
+class FlowProducer(TransportUser):
     """Adds flows to any queues; ``async with FlowProducer(...) as flow`` closes it."""
 
     def __init__(
@@ -81,14 +82,9 @@ class FlowProducer:
         embedded: bool = False,
         data_path: str | None = None,
     ) -> None:
-        self.transport, self._owns_transport = open_transport(
-            host=host, port=port, token=token, tls=tls, connection=connection, embedded=embedded,
-            data_path=data_path, on_telemetry=on_telemetry,
-        )
-
-    @property
-    def connection(self) -> Transport:
-        return self.transport
+        self._open(ConnectionOptions(
+            host, port, token, tls, on_telemetry=on_telemetry, embedded=embedded, data_path=data_path,
+        ), connection)
 
     def _job(self, raw: dict[str, Any]) -> Any:
         return Job(raw, self.transport)
@@ -167,13 +163,3 @@ class FlowProducer:
                 if child is not None:
                     children.append(child)
         return FlowNode(job, children)
-
-    async def close(self) -> None:
-        if self._owns_transport:
-            await self.transport.close()
-
-    async def __aenter__(self) -> FlowProducer:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()

@@ -6,13 +6,14 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from bunqueue.asyncio.base import open_transport
+from bunqueue.asyncio.base import TransportUser
 from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue_admin import QueueAdminOps
 from bunqueue.asyncio.queue_query import QueueQueryOps
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
 from bunqueue.client.options import bulk_entry, compact, job_fields
 from bunqueue.client.telemetry import TelemetryHandler
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption, Transport
+from bunqueue.client.transport import Transport
 from bunqueue.errors import UnrecoverableError
 
 # A failed job keeps this many of the last traceback lines (the server keeps the first
@@ -25,7 +26,7 @@ def stack_lines(error: BaseException, limit: int = MAX_STACK_LINES) -> list[str]
     return text.splitlines()[-limit:]
 
 
-class Queue(QueueQueryOps, QueueAdminOps):
+class Queue(QueueQueryOps, QueueAdminOps, TransportUser):
     """Producer and management client of one queue; ``async with Queue(...) as q`` closes it."""
 
     def __init__(
@@ -45,16 +46,10 @@ class Queue(QueueQueryOps, QueueAdminOps):
         on_telemetry: TelemetryHandler | None = None,
     ) -> None:
         self.name = prefix_key + name
-        self.transport, self._owns_transport = open_transport(
-            host=host, port=port, token=token, tls=tls, connection=connection, command_timeout=command_timeout,
-            embedded=embedded, data_path=data_path, pool_size=pool_size,
-            on_telemetry=on_telemetry,
-        )
-
-    @property
-    def connection(self) -> Transport:
-        """The transport, shareable with other objects through their ``connection`` argument."""
-        return self.transport
+        self._open(ConnectionOptions(
+            host, port, token, tls, command_timeout=command_timeout, pool_size=pool_size, on_telemetry=on_telemetry,
+            embedded=embedded, data_path=data_path,
+        ), connection)
 
     def _job(self, raw: dict[str, Any]) -> Job:
         return Job(raw, self.transport)
@@ -192,15 +187,5 @@ class Queue(QueueQueryOps, QueueAdminOps):
         """Connect now (and authenticate) rather than on the first command."""
         await self.transport.call({"cmd": "Ping"})
 
-    async def close(self) -> None:
-        if self._owns_transport:
-            await self.transport.close()
-
     async def disconnect(self) -> None:
-        await self.close()
-
-    async def __aenter__(self) -> Queue:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()

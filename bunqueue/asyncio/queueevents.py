@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bunqueue.asyncio.base import open_transport
+from bunqueue.asyncio.base import loop_running, open_transport
 from bunqueue.asyncio.emitter import EventEmitter
-from bunqueue.client.transport import DEFAULT_PORT, Subscription, TlsOption, Transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
+from bunqueue.client.transport import Subscription, Transport
 
 
 def translate(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -66,20 +67,15 @@ class QueueEvents(EventEmitter):
     ) -> None:
         super().__init__()
         self.name = prefix_key + name
-        self.transport, self._owns_transport = open_transport(
-            host=host, port=port, token=token, tls=tls, connection=connection, embedded=embedded,
-            data_path=data_path,
-        )
+        self.transport, self._owns_transport = open_transport(ConnectionOptions(
+            host, port, token, tls, embedded=embedded, data_path=data_path,
+        ), connection)
         self._subscription: Subscription | None = None
         self._starting: asyncio.Task[None] | None = None
         # Filled only once someone iterates, so a listener-only QueueEvents keeps nothing.
         self._stream: asyncio.Queue[tuple[str, dict[str, Any]] | None] | None = None
         self._closed = False
-        if autorun:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                return
+        if autorun and loop_running():
             self.start()
 
     def start(self) -> None:

@@ -19,12 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bunqueue.asyncio.acks import AckBatcher
-from bunqueue.asyncio.base import open_transport
+from bunqueue.asyncio.base import loop_running, open_transport
 from bunqueue.asyncio.emitter import EventEmitter
 from bunqueue.asyncio.job import Job
 from bunqueue.asyncio.queue import MAX_STACK_LINES, stack_lines
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
 from bunqueue.client.options import compact
-from bunqueue.client.transport import DEFAULT_PORT, RECONNECT_BACKOFF_S, TlsOption, Transport
+from bunqueue.client.transport import RECONNECT_BACKOFF_S, Transport
 from bunqueue.errors import BunqueueError, UnrecoverableError
 
 MAX_POLL_TIMEOUT_MS = 30000
@@ -79,10 +80,9 @@ class Worker(EventEmitter):
         self.heartbeat_interval_s = heartbeat_interval_s
         self.worker_id = f"py-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.name = name or self.worker_id
-        self.transport, self._owns_transport = open_transport(
-            host=host, port=port, token=token, tls=tls, connection=connection, embedded=embedded,
-            data_path=data_path, on_telemetry=on_telemetry,
-        )
+        self.transport, self._owns_transport = open_transport(ConnectionOptions(
+            host, port, token, tls, on_telemetry=on_telemetry, embedded=embedded, data_path=data_path,
+        ), connection)
         self._job_factory = job_factory or self._new_job
         self._acks: AckBatcher | None = None
         if ack_batch and ack_batch.get("enabled", True):
@@ -104,15 +104,14 @@ class Worker(EventEmitter):
         self._registered_generation = -1
         self.processed = 0
         self.failed = 0
-        if autorun:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                return
+        if autorun and loop_running():
             self.start()
 
-    def _new_job(self, raw: dict[str, Any], token: str | None) -> Job:
-        return Job(raw, self.transport, token, on_progress=lambda job, p: self.emit("progress", job, p))
+    #: What ``_new_job`` makes (the synchronous client's Worker makes its own Jobs).
+    _job_type: type[Any] = Job
+
+    def _new_job(self, raw: dict[str, Any], token: str | None) -> Any:
+        return self._job_type(raw, self.transport, token, on_progress=lambda job, p: self.emit("progress", job, p))
 
     def on(self, event: str, listener: Callable[..., Any]) -> Worker:
         """As EventEmitter.on; a ``ready`` listener added after the worker is ready is called at once."""

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from bunqueue.client.connection import Connection, connect
-from bunqueue.client.telemetry import Telemetry, TelemetryHandler, now_ms
+from bunqueue.client.connectionoptions import ConnectionOptions, TlsOption
+from bunqueue.client.telemetry import Telemetry, now_ms
 from bunqueue.errors import (
     CLIENT_CLOSED,
     AuthenticationError,
@@ -33,9 +34,7 @@ from bunqueue.errors import (
 
 Reply = dict[str, Any]
 EventCallback = Callable[[dict[str, Any]], None]
-TlsOption = bool | ssl.SSLContext | dict[str, Any] | None
 
-DEFAULT_PORT = 6789
 #: Waits between reconnect attempts, then the last one repeated.
 RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
 PROTOCOL_VERSION = 2
@@ -63,7 +62,7 @@ class Transport(Protocol):
 
 
 def ssl_context(tls: TlsOption) -> ssl.SSLContext | None:
-    """``tls``: True (system CAs), an SSLContext, or ``{"ca_file": path, "verify": bool}``."""
+    """The SSLContext of a ``tls`` option; None: plain TCP."""
     if tls is None or tls is False:
         return None
     if isinstance(tls, ssl.SSLContext):
@@ -79,36 +78,27 @@ def ssl_context(tls: TlsOption) -> ssl.SSLContext | None:
 
 
 class TcpTransport:
-    """``pool_size`` pipelined connections to one server, used in turn."""
+    """``options.pool_size`` pipelined connections to one server, used in turn (the options' ``embedded``
+    and ``data_path`` are not its business)."""
 
-    def __init__(
-        self,
-        host: str = "localhost",
-        port: int = DEFAULT_PORT,
-        token: str | None = None,
-        tls: TlsOption = None,
-        connect_timeout: float = 5.0,
-        command_timeout: float = 10.0,
-        pool_size: int = 1,
-        on_telemetry: TelemetryHandler | None = None,
-    ) -> None:
-        if pool_size < 1:
+    def __init__(self, options: ConnectionOptions) -> None:
+        if options.pool_size < 1:
             raise ValueError("pool_size must be >= 1")
-        self.host = host
-        self.port = port
-        self.token = token
-        self.ssl = ssl_context(tls)
-        self.connect_timeout = connect_timeout
-        self.command_timeout = command_timeout
-        self.slots: list[Connection | None] = [None] * pool_size
-        self.turn = itertools.cycle(range(pool_size))
+        self.host = options.host
+        self.port = options.port
+        self.token = options.token
+        self.ssl = ssl_context(options.tls)
+        self.connect_timeout = options.connect_timeout
+        self.command_timeout = options.command_timeout
+        self.slots: list[Connection | None] = [None] * options.pool_size
+        self.turn = itertools.cycle(range(options.pool_size))
         self.opening: dict[int, asyncio.Task[Connection]] = {}
         self.failures = 0
         self.retry_at = 0.0
         self.closed = False
         #: Bumped on every new connection: a worker registers itself again on a new one.
         self.generation = 0
-        self.telemetry = Telemetry(on_telemetry) if on_telemetry is not None else None
+        self.telemetry = Telemetry(options.on_telemetry) if options.on_telemetry is not None else None
         self.last_req_id = 0
 
     @property

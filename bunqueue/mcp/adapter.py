@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions
 from bunqueue.client.embedded import EmbeddedTransport
-from bunqueue.client.transport import DEFAULT_PORT, TcpTransport, Transport
+from bunqueue.client.transport import TcpTransport, Transport
 from bunqueue.errors import RemoteCommandError
 
 Reply = dict[str, Any]
@@ -78,7 +79,7 @@ class Adapter:
     def open(cls, mode: Mode) -> Adapter:
         transport: Transport
         if mode.name == "tcp":
-            transport = TcpTransport(mode.host, mode.port, mode.token, pool_size=mode.pool_size)
+            transport = TcpTransport(ConnectionOptions(mode.host, mode.port, mode.token, pool_size=mode.pool_size))
         else:
             # The data path comes from the environment, read by the embedded engine itself.
             transport = EmbeddedTransport()

@@ -69,7 +69,7 @@ class ThresholdAlerts:
 
     def check_idle(self, now: float, notify: Notify) -> None:
         for name, q in self.broker.queues.items():
-            if q.n_waiting + q.n_prioritized or q.n_active:
+            if q.n_ready or q.n_active:
                 self.idle_since.pop(name, None)
                 continue
             since = self.idle_since.setdefault(name, now)
@@ -79,7 +79,7 @@ class ThresholdAlerts:
 
     def check_sizes(self, notify: Notify) -> None:
         for name, q in self.broker.queues.items():
-            waiting = q.n_waiting + q.n_prioritized
+            waiting = q.n_ready
             if waiting < self.size_threshold:
                 self.over_threshold.discard(name)
             elif name not in self.over_threshold:
@@ -132,8 +132,7 @@ def stats_line(broker: Wiring, connections: int) -> str:
     workers = broker.workers.listing()["stats"]
     mem = process_memory()
     fields = {
-        "waiting": t.waiting + t.prioritized, "active": t.active, "delayed": t.delayed,
-        "completed": t.completed, "dlq": t.dlq, "tcp": connections,
+        **t.state_counts(), "tcp": connections,
         "workers": f"{workers['active']}/{workers['total']}",
         "mem": f"{round(mem.heap_used / MIB)}MB/{round(mem.heap_total / MIB)}MB",
         "rss": f"{round(mem.rss / MIB)}MB", "idx": len(broker.jobs),

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker.ops import listing
-from bunqueue.monitoring.snapshot import MIB, process_memory, totals
+from bunqueue.monitoring.snapshot import MIB, Totals, process_memory, totals
 
 if TYPE_CHECKING:
     from bunqueue.broker.wiring import Wiring
@@ -23,27 +23,18 @@ def overview(broker: Wiring) -> dict[str, Any]:
     mem = process_memory()
     workers = broker.workers
     now = broker.clock()
-    worker_list = []
-    active_workers = 0
-    for worker in workers.workers.values():
-        if now - worker.last_seen < workers.timeout_ms:
-            active_workers += 1
-        worker_list.append({
-            "id": worker.id,
-            "name": worker.name,
-            "queues": worker.queues,
-            "lastSeen": worker.last_seen,
-            "activeJobs": worker.active_jobs,
-            "processedJobs": worker.processed,
-            "failedJobs": worker.failed,
-        })
+    worker_list = [{
+        "id": worker.id,
+        "name": worker.name,
+        "queues": worker.queues,
+        "lastSeen": worker.last_seen,
+        "activeJobs": worker.active_jobs,
+        "processedJobs": worker.processed,
+        "failedJobs": worker.failed,
+    } for worker in workers.workers.values()]
     return {
         "stats": {
-            "waiting": t.waiting + t.prioritized,
-            "active": t.active,
-            "delayed": t.delayed,
-            "completed": t.completed,
-            "dlq": t.dlq,
+            **t.state_counts(),
             "totalPushed": counters.pushed,
             "totalPulled": counters.pulled,
             "totalCompleted": counters.completed,
@@ -58,14 +49,14 @@ def overview(broker: Wiring) -> dict[str, Any]:
             "rss": round(mem.rss / MIB),
         },
         "collections": collections(broker, t),
-        "workers": {"total": len(workers.workers), "active": active_workers, "list": worker_list},
+        "workers": {"total": len(workers.workers), "active": workers.active_count(now), "list": worker_list},
         "crons": [{field: cron[field] for field in CRON_FIELDS} for cron in counters.list_crons()],
         "storage": dict(broker.store.status),
         "timestamp": now,
     }
 
 
-def collections(broker: Wiring, t: Any) -> dict[str, int]:
+def collections(broker: Wiring, t: Totals) -> dict[str, int]:
     """Sizes of the broker's structures, under the reference's names. Structures the reference has and
     this broker does not (a custom-id map: a custom id is the job id here; a temporal index; deferred
     dependency checks) read 0."""
@@ -85,7 +76,7 @@ def collections(broker: Wiring, t: Any) -> dict[str, int]:
         "customIdMap": 0,
         "jobLocks": len(broker.leases),
         "processingTotal": t.active,
-        "queuedTotal": t.waiting + t.prioritized + t.delayed,
+        "queuedTotal": t.ready + t.delayed,
         "delayedHeapTotal": t.delayed,
         "temporalIndexTotal": 0,
         "waitingDepsTotal": t.waiting_children,

@@ -26,6 +26,17 @@ class Totals:
     dlq: int = 0
     waiting_children: int = 0
 
+    @property
+    def ready(self) -> int:
+        """Waiting and prioritized jobs: what the reference reports as waiting."""
+        return self.waiting + self.prioritized
+
+    def state_counts(self) -> dict[str, int]:
+        """The headline counts of the stream snapshots, the dashboard and the statistics log line, in the
+        reference's order."""
+        return {"waiting": self.ready, "active": self.active, "delayed": self.delayed, "completed": self.completed,
+                "dlq": self.dlq}
+
 
 def totals(broker: Wiring) -> Totals:
     out = Totals()

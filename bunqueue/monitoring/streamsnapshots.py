@@ -18,21 +18,15 @@ def stats_snapshot(broker: Wiring) -> dict[str, Any]:
     queues = {}
     for name, q in broker.queues.items():
         queues[name] = {
-            "waiting": q.n_waiting + q.n_prioritized,
+            "waiting": q.n_ready,
             "active": q.n_active,
             "delayed": len(q.delayed),
             "dlq": broker.dlq.count(name),
             "paused": q.paused,
         }
     workers = broker.workers
-    now = broker.clock()
-    active = sum(1 for worker in workers.workers.values() if now - worker.last_seen < workers.timeout_ms)
     return {
-        "waiting": t.waiting + t.prioritized,
-        "active": t.active,
-        "delayed": t.delayed,
-        "completed": t.completed,
-        "dlq": t.dlq,
+        **t.state_counts(),
         "totalPushed": counters.pushed,
         "totalCompleted": counters.completed,
         "totalFailed": counters.failed,
@@ -40,7 +34,7 @@ def stats_snapshot(broker: Wiring) -> dict[str, Any]:
         "pullPerSec": rates["pullPerSec"],
         "uptime": counters.uptime_ms(),
         "queues": queues,
-        "workers": {"total": len(workers.workers), "active": active},
+        "workers": {"total": len(workers.workers), "active": workers.active_count(broker.clock())},
         "cronJobs": len(broker.crons.crons),
     }
 

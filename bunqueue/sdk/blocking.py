@@ -41,3 +41,16 @@ class ThreadedEmitter(EventEmitter):
     def _settle_listeners(self) -> None:
         """Wait until every event emitted so far has reached its listeners."""
         self._listener_thread.submit(lambda: None).result()
+
+
+class Bridged:
+    """Put before an asyncio emitter's class: its events go to the listeners of ``outer``, the synchronous
+    object that runs it."""
+
+    outer: ThreadedEmitter
+
+    def emit(self, event: str, *args: Any) -> bool:
+        return self.outer.emit(event, *args)
+
+    def listener_count(self, event: str) -> int:
+        return self.outer.listener_count(event)

@@ -6,10 +6,10 @@ from typing import Any
 
 from bunqueue.asyncio import flow as aio
 from bunqueue.asyncio.flow import FlowNode
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import blocking
 from bunqueue.sdk.job import Job
-from bunqueue.sdk.sharedconnection import Connection
+from bunqueue.sdk.sharedconnection import Connection, shared_transport
 from bunqueue.sdk.telemetry import TelemetryHandler
 
 __all__ = ("FlowNode", "FlowProducer")
@@ -36,8 +36,8 @@ class FlowProducer:
         embedded: bool = False,
         data_path: str | None = None,
     ) -> None:
-        self._aio = _SdkFlowProducer(host, port, token, tls, connection.transport if connection else None,
-                                     on_telemetry, embedded=embedded, data_path=data_path)
+        self._aio = _SdkFlowProducer(host, port, token, tls, shared_transport(connection), on_telemetry,
+                                     embedded=embedded, data_path=data_path)
         self.connection = connection or Connection.over(self._aio.transport)
 
     add: Callable[..., FlowNode] = blocking(aio.FlowProducer.add)

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue.asyncio import queue as aio
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
 from bunqueue.client.options import legacy_envelope
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
 from bunqueue.sdk.blocking import blocking
 from bunqueue.sdk.job import Job
-from bunqueue.sdk.sharedconnection import Connection
+from bunqueue.sdk.sharedconnection import Connection, shared_transport
 from bunqueue.sdk.telemetry import TelemetryHandler
 
 
@@ -52,7 +52,7 @@ class Queue:
         pool_size: int = 1,
     ) -> None:
         self._aio = SdkQueue(
-            name, host, port, token, tls, connection.transport if connection is not None else None,
+            name, host, port, token, tls, shared_transport(connection),
             command_timeout, prefix_key, embedded=embedded, data_path=data_path, pool_size=pool_size,
             on_telemetry=on_telemetry,
         )

@@ -1,22 +1,14 @@
 """The synchronous QueueEvents: one queue's events, to listeners called on a thread of their own."""
 from __future__ import annotations
 
-from typing import Any
-
 from bunqueue.asyncio import queueevents as aio
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
-from bunqueue.sdk.blocking import ThreadedEmitter, run
-from bunqueue.sdk.sharedconnection import Connection
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
+from bunqueue.sdk.blocking import Bridged, ThreadedEmitter, run
+from bunqueue.sdk.sharedconnection import Connection, shared_transport
 
 
-class _Bridged(aio.QueueEvents):
-    outer: QueueEvents
-
-    def emit(self, event: str, *args: Any) -> bool:
-        return self.outer.emit(event, *args)
-
-    def listener_count(self, event: str) -> int:
-        return self.outer.listener_count(event)
+class _Bridged(Bridged, aio.QueueEvents):
+    pass
 
 
 class QueueEvents(ThreadedEmitter):
@@ -36,8 +28,8 @@ class QueueEvents(ThreadedEmitter):
         data_path: str | None = None,
     ) -> None:
         super().__init__()
-        self._aio = _Bridged(name, host, port, token, tls, connection.transport if connection else None,
-                             prefix_key, autorun=False, embedded=embedded, data_path=data_path)
+        self._aio = _Bridged(name, host, port, token, tls, shared_transport(connection), prefix_key,
+                             autorun=False, embedded=embedded, data_path=data_path)
         self._aio.outer = self
         self.name = self._aio.name
         run(self._aio.wait_until_ready())

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bunqueue.client.transport import DEFAULT_PORT, PROTOCOL_VERSION, TcpTransport, TlsOption, Transport
+from bunqueue.client.connectionoptions import DEFAULT_PORT, ConnectionOptions, TlsOption
+from bunqueue.client.transport import PROTOCOL_VERSION, TcpTransport, Transport
 from bunqueue.errors import CommandError, CommandTimeoutError, ConnectionClosedError
 from bunqueue.sdk.blocking import run
 from bunqueue.sdk.telemetry import TelemetryHandler
@@ -32,8 +33,8 @@ class Connection:
         self.tls = tls
         self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
-        self.transport: Transport = TcpTransport(host, port, token, tls, connect_timeout, command_timeout,
-                                                 on_telemetry=on_telemetry)
+        self.transport: Transport = TcpTransport(ConnectionOptions(
+            host, port, token, tls, connect_timeout, command_timeout, on_telemetry=on_telemetry))
 
     @classmethod
     def over(cls, transport: Transport) -> Connection:
@@ -79,3 +80,8 @@ class Connection:
 
     def close(self) -> None:
         run(self.transport.close())
+
+
+def shared_transport(connection: Connection | None) -> Transport | None:
+    """The transport an object given ``connection`` shares; None: the object opens its own."""
+    return connection.transport if connection is not None else None

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bunqueue.asyncio import worker as aio
-from bunqueue.client.transport import DEFAULT_PORT, TlsOption
-from bunqueue.sdk.blocking import ThreadedEmitter, run
+from bunqueue.client.connectionoptions import DEFAULT_PORT, TlsOption
+from bunqueue.sdk.blocking import Bridged, ThreadedEmitter, run
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.sharedconnection import Connection
 from bunqueue.sdk.telemetry import TelemetryHandler
@@ -20,13 +20,10 @@ async def _on_loop(fn: Callable[..., R], *args: Any) -> R:
     return fn(*args)
 
 
-class _Bridged(aio.Worker):
-    """The asyncio Worker, whose events go to the synchronous one's listeners."""
+class _Bridged(Bridged, aio.Worker):
+    """The asyncio Worker, whose events go to the synchronous one's listeners, with synchronous Jobs."""
 
-    outer: Worker
-
-    def emit(self, event: str, *args: Any) -> bool:
-        return self.outer.emit(event, *args)
+    _job_type = Job
 
 
 class Worker(ThreadedEmitter):
@@ -59,7 +56,7 @@ class Worker(ThreadedEmitter):
             queue, processor, host=host, port=port, token=token, tls=tls, concurrency=concurrency,
             batch_size=batch_size, poll_timeout_ms=poll_timeout_ms, lock_ttl_ms=lock_ttl_ms,
             heartbeat_interval_s=heartbeat_interval_s, autorun=False, name=name, ack_batch=ack_batch,
-            on_telemetry=on_telemetry, embedded=embedded, data_path=data_path, job_factory=self._job,
+            on_telemetry=on_telemetry, embedded=embedded, data_path=data_path,
         )
         self._aio.outer = self
         self.queue = self._aio.queue
@@ -74,9 +71,6 @@ class Worker(ThreadedEmitter):
         self.connection = Connection.over(self._aio.transport)
         if autorun:
             self.start()
-
-    def _job(self, raw: dict[str, Any], token: str | None) -> Job:
-        return Job(raw, self._aio.transport, token, on_progress=lambda job, p: self.emit("progress", job, p))
 
     def on(self, event: str, listener: Callable[..., Any]) -> Worker:
         """As EventEmitter.on; a ``ready`` listener added after the worker is ready is called at once."""

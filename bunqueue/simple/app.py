@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bunqueue.client.transport import DEFAULT_PORT
+from bunqueue.client.connectionoptions import DEFAULT_PORT
 from bunqueue.sdk.job import Job
 from bunqueue.sdk.queue import Queue
 from bunqueue.sdk.worker import Worker

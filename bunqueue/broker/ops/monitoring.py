@@ -26,7 +26,7 @@ def stats(broker: Wiring) -> dict[str, Any]:
     t = snapshot.totals(broker)
     rates = counters.throughput()
     return {
-        "waiting": t.waiting + t.prioritized,
+        "waiting": t.ready,
         "active": t.active,
         "delayed": t.delayed,
         "dlq": t.dlq,

@@ -184,6 +184,10 @@ class WorkerRegistry:
     def status(self, worker: Worker, now: float) -> str:
         return ACTIVE if now - worker.last_seen < self.timeout_ms else STALE
 
+    def active_count(self, now: float) -> int:
+        """How many workers are not stale at ``now``."""
+        return sum(1 for worker in self.workers.values() if self.status(worker, now) == ACTIVE)
+
     def serves(self, queue: str) -> bool:
         """Whether a live (not stale) worker is registered for ``queue``."""
         now = self.clock()
