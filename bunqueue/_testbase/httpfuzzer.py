@@ -179,8 +179,13 @@ class Requests:
         return {r.choice(FIELDS): self.value(depth + 1) for _ in range(r.randrange(4))}
 
     def body(self, pattern: str) -> bytes:
+        """A hostile body; on a route that waits, always an object whose ``timeout`` is 0 (an empty or
+        unreadable body there means the default wait)."""
         r = self.rng
-        kind = r.randrange(20)
+        waits = pattern in WAITING
+        kind = r.randrange(2 if waits else 0, 20)
+        name = r.choice([f for f in FIELDS if f != "timeout"] if waits else FIELDS)
+        opening = '{"timeout":0,' if waits else "{"
         if kind == 0:
             return b""
         if kind == 1:
@@ -188,17 +193,17 @@ class Requests:
         if kind == 2:
             n = r.randrange(100, 20_000)
             inner = r.choice([("[" * n + "]" * n), ('{"a":' * n + "1" + "}" * n)])
-            return f'{{"{r.choice(FIELDS)}":{inner}}}'.encode()
+            return f'{opening}"{name}":{inner}}}'.encode()
         if kind == 3:
-            return f'{{"{r.choice(FIELDS)}":{"9" * r.randrange(300, 20_000)}}}'.encode()
+            return f'{opening}"{name}":{"9" * r.randrange(300, 20_000)}}}'.encode()
         if kind == 4:
-            return f'{{"{r.choice(FIELDS)}":{r.choice(["1e400", "-1e400", "1e-400", "NaN", "Infinity"])}}}'.encode()
+            return f'{opening}"{name}":{r.choice(["1e400", "-1e400", "1e-400", "NaN", "Infinity"])}}}'.encode()
         if kind == 5:
-            return json.dumps({r.choice(FIELDS): "s" * r.randrange(10_000, 1_000_000)}).encode()
-        if kind == 6:
+            return f'{opening}"{name}":{json.dumps("s" * r.randrange(10_000, 1_000_000))}}}'.encode()
+        if kind == 6 and not waits:
             return json.dumps(self.value()).encode()
         doc = {name: self.value() for name in r.sample(FIELDS, r.randrange(1, 6))}
-        if pattern in WAITING:
+        if waits:
             doc["timeout"] = 0
         return json.dumps(doc).encode()
 
