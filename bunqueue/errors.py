@@ -262,6 +262,8 @@ CANNOT_CHANGE_DELAY = "Job not found or cannot change delay"
 NOT_ACTIVE = "Job not found or not active"
 FAILED_NOT_IN_DLQ = "Failed job not in DLQ"
 FLOW_DATA_NOT_OBJECT = "flow job data must be an object"
+# An HTTP request body that is not a JSON object.
+INVALID_JSON_BODY = "Invalid JSON body"
 
 
 def nested_too_deeply(field: str) -> str:

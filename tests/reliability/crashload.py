@@ -1,8 +1,11 @@
 """A producer/consumer load against a SQLite server that is killed with SIGKILL at random moments.
 
-Every acknowledgement the client receives is written to a history; after the last restart the queue is
-drained and the history checked: no acknowledged durable push may be missing, no job may be delivered
-again after its ACK was acknowledged, and buffered pushes may be lost only inside the documented window.
+The load mixes PUSHB (durable, buffered and delayed jobs), PULL with ACK or FAIL (a failed job is retried),
+PUSHF graphs and a cron whose jobs are pulled and acknowledged. Every acknowledgement the client receives
+is written to a history; after the last restart the queue is drained and the history checked: no
+acknowledged durable push may be missing, no job may be delivered again after its ACK was acknowledged or
+completed twice, buffered pushes may be lost only inside the documented window, and the cron outlives
+every kill.
 
 Run directly for a long run: ``python tests/reliability/crashload.py --kills 300``.
 """
@@ -16,6 +19,7 @@ import signal
 import sqlite3
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +30,9 @@ QUEUE = "crash"
 # PUSHF graphs: a parent in FLOW_PARENTS waits for its children in FLOW_CHILDREN.
 FLOW_PARENTS = "crash-fp"
 FLOW_CHILDREN = "crash-fc"
+# A cron that fires every CRON_EVERY_MS into its own queue.
+CRON = "crash-cron"
+CRON_EVERY_MS = 100
 # Buffered (non-durable) pushes acknowledged at most this long before a kill may be lost.
 BUFFER_LOSS_WINDOW_MS = 250.0
 
@@ -37,6 +44,12 @@ class History:
     durable: dict[str, tuple[int, float]] = field(default_factory=dict)
     buffered: dict[str, tuple[int, float]] = field(default_factory=dict)
     acked: set[str] = field(default_factory=set)
+    # Job id -> how many of its completions (ACK, ACKB) were acknowledged; more than one is a defect.
+    completions: Counter[str] = field(default_factory=Counter)
+    # Jobs whose FAIL was acknowledged (each is failed once, then retried), and delayed pushes.
+    failed: set[str] = field(default_factory=set)
+    delayed: int = 0
+    cron_completed: int = 0
     redelivered_after_ack: list[str] = field(default_factory=list)
     kills: list[float] = field(default_factory=list)
     # Parent id -> its children's ids, for every PUSHF sent; the acknowledged ones by parent id.
@@ -49,6 +62,10 @@ class History:
         if job_id in self.acked:
             self.redelivered_after_ack.append(job_id)
 
+    def completed(self, job_id: str) -> None:
+        self.acked.add(job_id)
+        self.completions[job_id] += 1
+
 
 def now_ms() -> float:
     return time.time() * 1000.0
@@ -59,9 +76,12 @@ async def produce(addr: tuple[str, int], history: History, stop: asyncio.Event, 
     try:
         n = 0
         while not stop.is_set():
-            durable = n % 2 == 0
+            durable = n % 10 == 0
+            # Every other durable batch is delayed: it must survive the kill in the delayed set.
+            delay = {"delay": 50} if n % 20 == 0 else {}
             batch = [
-                {"name": "j", "data": {"n": n + i}, "durable": durable, "maxAttempts": 1000, "backoff": 0}
+                {"name": "j", "data": {"n": n + i}, "durable": durable, "maxAttempts": 1000, "backoff": 0,
+                 **delay}
                 for i in range(5)
             ]
             n += 5
@@ -69,6 +89,7 @@ async def produce(addr: tuple[str, int], history: History, stop: asyncio.Event, 
             if not reply.get("ok"):
                 continue
             book = history.durable if durable else history.buffered
+            history.delayed += len(reply["ids"]) if delay else 0
             at = (round_no, now_ms())
             for job_id in reply["ids"]:
                 book[job_id] = at
@@ -88,9 +109,15 @@ async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event) 
             if not job:
                 continue
             history.delivered(job["id"])
+            if job["id"] not in history.failed and len(history.acked) % 5 == 0:
+                failure = await conn.request({"cmd": "FAIL", "id": job["id"], "token": reply["token"],
+                                              "error": "crash-load"})
+                if failure.get("ok"):
+                    history.failed.add(job["id"])
+                continue
             ack = await conn.request({"cmd": "ACK", "id": job["id"], "token": reply["token"]})
             if ack.get("ok"):
-                history.acked.add(job["id"])
+                history.completed(job["id"])
     except (ConnectionError, OSError):
         pass
     finally:
@@ -143,13 +170,39 @@ async def consume_flows(addr: tuple[str, int], history: History, stop: asyncio.E
         conn.abort()
 
 
+async def consume_cron(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
+    conn = await connect(*addr)
+    try:
+        while not stop.is_set():
+            reply = await conn.request({"cmd": "PULL", "queue": CRON, "owner": "c", "timeout": 50})
+            job = reply.get("job")
+            if not job:
+                continue
+            history.delivered(job["id"])
+            ack = await conn.request({"cmd": "ACK", "id": job["id"], "token": reply["token"]})
+            if ack.get("ok"):
+                history.completed(job["id"])
+                history.cron_completed += 1
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
 async def one_round(proc: ServerProcess, history: History, rng: random.Random) -> None:
     stop = asyncio.Event()
     round_no = len(history.kills)
+    if round_no == 0:
+        conn = await connect(*proc.addr)
+        reply = await conn.request({"cmd": "Cron", "name": CRON, "queue": CRON, "repeatEvery": CRON_EVERY_MS,
+                                    "data": {}})
+        assert reply.get("ok"), reply
+        await conn.close()
     tasks = [asyncio.create_task(produce(proc.addr, history, stop, round_no)) for _ in range(2)]
     tasks += [asyncio.create_task(consume(proc.addr, history, stop)) for _ in range(3)]
     tasks.append(asyncio.create_task(produce_flows(proc.addr, history, stop, round_no, rng)))
     tasks.append(asyncio.create_task(consume_flows(proc.addr, history, stop)))
+    tasks.append(asyncio.create_task(consume_cron(proc.addr, history, stop)))
     await asyncio.sleep(rng.uniform(0.1, 0.6))
     assert proc.proc is not None
     os.kill(proc.proc.pid, signal.SIGKILL)
@@ -177,7 +230,8 @@ async def drain(addr: tuple[str, int], history: History) -> set[str]:
             ids = [job["id"] for job in reply["jobs"]]
             ack = await conn.request({"cmd": "ACKB", "ids": ids, "tokens": reply["tokens"]})
             assert ack["ok"], ack
-            history.acked.update(ids)
+            for job_id in ids:
+                history.completed(job_id)
         known: set[str] = set()
         pushed = list(history.durable) + list(history.buffered)
         for i in range(0, len(pushed), 500):
@@ -232,6 +286,13 @@ class Verdict:
     buffered_missing_outside_window: int
     worst_buffered_loss_ms: float
     integrity: str
+    failed: int
+    delayed_pushed: int
+    # Jobs whose completion was acknowledged twice.
+    double_completed: int
+    cron_completed: int
+    # Whether the cron is still registered after the last kill.
+    cron_alive: bool = False
     flows: FlowVerdict | None = None
 
 
@@ -259,6 +320,10 @@ def check(history: History, known: set[str], data: Path) -> Verdict:
         buffered_missing_outside_window=outside,
         worst_buffered_loss_ms=round(worst, 1),
         integrity=integrity,
+        failed=len(history.failed),
+        delayed_pushed=history.delayed,
+        double_completed=sum(n > 1 for n in history.completions.values()),
+        cron_completed=history.cron_completed,
     )
 
 
@@ -277,10 +342,14 @@ async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) 
     try:
         known = await drain(proc.addr, history)
         flows = await check_flows(proc.addr, history)
+        conn = await connect(*proc.addr)
+        cron = await conn.request({"cmd": "CronGet", "name": CRON})
+        await conn.close()
     finally:
         proc.stop()
     verdict = check(history, known, data)
     verdict.flows = flows
+    verdict.cron_alive = bool(cron.get("ok") and cron.get("cron"))
     return verdict
 
 
@@ -299,6 +368,7 @@ def main() -> None:
     flows = verdict.flows
     ok = (verdict.durable_missing == 0 and verdict.redelivered_after_ack == 0
           and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok"
+          and verdict.double_completed == 0 and verdict.cron_alive
           and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0
           and flows.orphan_pulls == 0)
     print("PASS" if ok else "FAIL")

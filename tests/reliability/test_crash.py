@@ -1,5 +1,5 @@
-"""kill -9 under load: acknowledged durable pushes and acknowledged ACKs survive every crash, and every PUSHF
-graph is wholly there or wholly absent.
+"""kill -9 under load: acknowledged durable and delayed pushes, FAILs and ACKs survive every crash, no job
+completes twice, a cron outlives every kill, and every PUSHF graph is wholly there or wholly absent.
 
 CI runs the smoke size; ``BUNQUEUE_CRASH_KILLS=300`` (or ``python tests/reliability/crashload.py``) runs
 hundreds of kills.
@@ -22,6 +22,9 @@ def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     assert verdict.redelivered_after_ack == 0, verdict
     assert verdict.buffered_missing_outside_window == 0, (BUFFER_LOSS_WINDOW_MS, verdict)
     assert verdict.integrity == "ok"
+    assert verdict.failed > 0 and verdict.delayed_pushed > 0, verdict
+    assert verdict.double_completed == 0, verdict
+    assert verdict.cron_completed > 0 and verdict.cron_alive, verdict
     flows = verdict.flows
     assert flows is not None and flows.graphs_acked > 0, "no flow graph was pushed"
     assert flows.partial == 0 and flows.acked_missing == 0, flows

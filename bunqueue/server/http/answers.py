@@ -35,7 +35,9 @@ def memory_mb() -> dict[str, float]:
             "rss": round(mem.rss / MB, 2)}
 
 
-def _int_query(query: Query, name: str) -> int | None:
+def _int_query(query: Query, name: str) -> int | float | None:
+    """A whole-number query parameter; past 2^53 a float, as the JS number it is (and as an answer can echo
+    it: the wire carries no integer past 64 bits)."""
     raw = query.get(name)
     if raw is None:
         return None
@@ -43,7 +45,9 @@ def _int_query(query: Query, name: str) -> int | None:
         value = float(raw)
     except ValueError:
         return None
-    return int(value) if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    return int(value) if abs(value) < 2**53 else float(math.trunc(value))
 
 
 class Answers:
@@ -157,7 +161,7 @@ class Answers:
         data = reply.get("data") or {}
         rows = data.get("queues") or []
         keys = ("name", "waiting", "delayed", "active", "dlq", "paused")
-        page = [{k: row.get(k) for k in keys} for row in rows[offset:offset + limit]]
+        page = [{k: row.get(k) for k in keys} for row in rows[int(offset):int(offset + limit)]]
         return {"ok": bool(reply.get("ok")), "queues": page, "total": len(rows), "limit": limit, "offset": offset,
                 "timestamp": data.get("timestamp")}, 200
 
@@ -196,7 +200,7 @@ class Answers:
         offset = max(_int_query(query, "offset") or 0, 0)
         limit = _int_query(query, "limit")
         end = len(entries) if limit is None else offset + max(limit, 0)
-        return {"ok": bool(reply.get("ok")), "entries": entries[offset:end], "total": len(entries)}, 200
+        return {"ok": bool(reply.get("ok")), "entries": entries[int(offset):int(end)], "total": len(entries)}, 200
 
     async def dlq_stats(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
         reply = await self.execute({"cmd": "GetDlqStats", "queue": params["q"]})

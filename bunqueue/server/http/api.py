@@ -13,7 +13,6 @@ returns an awaitable answer. Streams are the stream handler's (``streams``): `ha
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,7 +21,7 @@ from bunqueue.broker.components import eventnames
 from bunqueue.broker.engine import Engine
 from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
-from bunqueue.server.http.encoding import dumps
+from bunqueue.server.http.encoding import TooDeep, dumps, loads
 from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, HttpRequest, HttpResponse
 from bunqueue.server.http.uifiles import UiFiles, is_ui_path
 from bunqueue.server.ratelimit import RequestRateLimiter
@@ -138,8 +137,8 @@ class HttpApi:
             return self.error("Not found", 404)
         route, params = found
         body = self.body(request, route)
-        if body is None:
-            return self.error("Invalid JSON body", 400)
+        if isinstance(body, str):
+            return self.error(body, 400)
         query = request.query()
         if route.special is not None:
             first = {key: values[0] for key, values in query.items()}
@@ -177,19 +176,22 @@ class HttpApi:
     async def _prometheus(self) -> HttpResponse:
         return self.text(await self.answers.prometheus(), content_type=PROMETHEUS_TYPE)
 
-    def body(self, request: HttpRequest, route: routes.Route) -> dict[str, Any] | None:
-        """The JSON body as the route reads it; None when it is not valid JSON."""
+    def body(self, request: HttpRequest, route: routes.Route) -> dict[str, Any] | str:
+        """The JSON body as the route reads it, or the error text that refuses it."""
         if route.body == routes.IGNORED or request.method in ("GET", "DELETE"):
             return {}
         text = request.body.decode("utf-8", errors="replace")
         if not text.strip():
-            return None if route.body == routes.REQUIRED else {}
+            return errors.INVALID_JSON_BODY if route.body == routes.REQUIRED else {}
         try:
-            doc = json.loads(text)
+            doc = loads(text)
+        except TooDeep:
+            # JSON.parse follows any depth; what no command could keep is refused before it is read.
+            return {} if route.body == routes.LENIENT else errors.nested_too_deeply("body")
         except ValueError:
-            return {} if route.body == routes.LENIENT else None
+            return {} if route.body == routes.LENIENT else errors.INVALID_JSON_BODY
         # A body that is JSON but not an object has no fields to read: refused like unreadable JSON.
-        return doc if isinstance(doc, dict) else None
+        return doc if isinstance(doc, dict) else errors.INVALID_JSON_BODY
 
     def health(self, path: str) -> Answer:
         if path in ("/healthz", "/live"):

@@ -89,3 +89,27 @@ def dumps(doc: Any) -> str:
         return _encode(ready)
     wire = msgpack.unpackb(_PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=_ext)
     return _encode(_plain(wire))
+
+
+def _js_int(text: str) -> int | float:
+    """A JSON integer as JSON.parse reads it where the wire cannot carry it: a number (Infinity past the
+    float range) instead of an integer the commands' bounds cannot compare with a float."""
+    if len(text) < 20:
+        return int(text)
+    value = int(text) if len(text) < 40 else _INT_END
+    return value if _INT_MIN <= value < _INT_END else float(text)
+
+
+_decode = json.JSONDecoder(parse_int=_js_int).decode
+
+
+class TooDeep(ValueError):
+    """A JSON body nested deeper than the parser can follow."""
+
+
+def loads(text: str) -> Any:
+    """A request body's JSON; ValueError when it is not JSON, ``TooDeep`` when nested too deeply."""
+    try:
+        return _decode(text)
+    except RecursionError as exc:
+        raise TooDeep(text[:40]) from exc

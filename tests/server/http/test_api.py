@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bunqueue import errors
 from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import connect
 
@@ -110,6 +111,37 @@ async def test_bodies_and_unknown_routes(http: Any) -> None:
     assert (await fetch(http, "POST", "/queues/h-b/pause", data="{nope"))[:2] == (200, {"ok": True})
     for method, path in (("GET", "/nope"), ("PATCH", "/queues"), ("GET", "/queues/")):
         assert (await fetch(http, method, path))[:2] == (404, {"ok": False, "error": "Not found"}), path
+
+
+async def test_a_body_nested_past_the_parser_is_refused_by_name(http: Any) -> None:
+    for nested in ("[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000):
+        answer = await fetch(http, "POST", "/queues/h-deep/jobs", data=f'{{"data":{nested}}}')
+        assert answer[:2] == (400, {"ok": False, "error": errors.nested_too_deeply("body")})
+    assert (await fetch(http, "GET", "/queues/h-deep/count"))[1] == {"ok": True, "count": 0}
+
+
+async def test_integers_past_the_wire_read_as_json_parse_reads_them(http: Any) -> None:
+    job_id = (await fetch(http, "POST", "/queues/h-bigint/jobs", json={"data": {"n": 2**64 - 1}}))[1]["id"]
+    assert (await fetch(http, "GET", f"/jobs/{job_id}"))[1]["job"]["data"] == {"n": 2**64 - 1}
+    # Past 64 bits an integer is a number like 1e400: Infinity beyond the float range, never a 500.
+    refused = (400, {"ok": False, "error": errors.must_be_finite("priority")})
+    for digits in ("1e400", "9" * 400, "-" + "9" * 400, "9" * 5000):
+        answer = await fetch(http, "PUT", f"/jobs/{job_id}/priority", data=f'{{"priority":{digits}}}')
+        assert answer[:2] == refused, digits
+    answer = await fetch(http, "PUT", f"/jobs/{job_id}/priority", data='{"priority":' + "1" * 30 + "}")
+    assert answer[:2] == (200, {"ok": True})
+    assert (await fetch(http, "GET", f"/jobs/{job_id}"))[1]["job"]["priority"] == float("1" * 30)
+
+
+async def test_page_offsets_past_the_wire_echo_as_numbers(http: Any) -> None:
+    await fetch(http, "POST", "/queues/h-far/jobs", json={"data": 1})
+    status, page, _ = await fetch(http, "GET", "/dashboard/queues?offset=1e300&limit=2")
+    assert (status, page["queues"], page["offset"], page["limit"]) == (200, [], 1e300, 2)
+    assert page["total"] >= 1
+    status, page, _ = await fetch(http, "GET", "/dashboard/queues?offset=9007199254740993")
+    assert (status, page["queues"], page["offset"]) == (200, [], 2**53)
+    answer = await fetch(http, "GET", "/queues/h-far/dlq?offset=1e300&limit=1e300")
+    assert answer[:2] == (200, {"ok": True, "entries": [], "total": 0})
 
 
 async def test_cors_preflight_and_origin(http: Any) -> None:
