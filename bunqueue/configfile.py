@@ -74,25 +74,25 @@ KEYS: dict[str, FileKey] = {
     "storage.maxSnapshotJobs": FileKey(None, NUMBER),
     "storage.maxSnapshotPayloadBytes": FileKey(None, NUMBER),
     "storage.maxCompletedJobs": FileKey("max_completed_jobs", NUMBER),
-    "storage.completedRetentionMs": FileKey(None, NUMBER),
+    "storage.completedRetentionMs": FileKey("completed_retention_ms", NUMBER),
     "telemetry.maxPrometheusQueues": FileKey("metrics_max_queues", NUMBER),
     "cors.origins": FileKey("cors_allow_origin", STRINGS),
     "cloud.url": FileKey(None, STRING),
     "cloud.apiKey": FileKey(None, STRING),
     "cloud.instanceId": FileKey(None, STRING),
-    "backup.enabled": FileKey(None, BOOLEAN),
-    "backup.bucket": FileKey(None, STRING),
-    "backup.accessKeyId": FileKey(None, STRING),
-    "backup.secretAccessKey": FileKey(None, STRING),
-    "backup.sessionToken": FileKey(None, STRING),
-    "backup.region": FileKey(None, STRING),
-    "backup.endpoint": FileKey(None, STRING),
-    "backup.virtualHostedStyle": FileKey(None, BOOLEAN),
-    "backup.interval": FileKey(None, NUMBER),
-    "backup.retention": FileKey(None, NUMBER),
-    "backup.prefix": FileKey(None, STRING),
+    "backup.enabled": FileKey("s3_backup_enabled", BOOLEAN),
+    "backup.bucket": FileKey("s3_bucket", STRING),
+    "backup.accessKeyId": FileKey("s3_access_key_id", STRING),
+    "backup.secretAccessKey": FileKey("s3_secret_access_key", STRING),
+    "backup.sessionToken": FileKey("s3_session_token", STRING),
+    "backup.region": FileKey("s3_region", STRING),
+    "backup.endpoint": FileKey("s3_endpoint", STRING),
+    "backup.virtualHostedStyle": FileKey("s3_virtual_hosted_style", BOOLEAN),
+    "backup.interval": FileKey("s3_backup_interval", NUMBER),
+    "backup.retention": FileKey("s3_backup_retention", NUMBER),
+    "backup.prefix": FileKey("s3_backup_prefix", STRING),
     "timeouts.shutdown": FileKey("shutdown_timeout_ms", NUMBER),
-    "timeouts.stats": FileKey(None, NUMBER),
+    "timeouts.stats": FileKey("stats_interval_ms", NUMBER),
     "timeouts.worker": FileKey("worker_timeout_ms", NUMBER),
     "timeouts.lock": FileKey(None, NUMBER),
     "webhooks.maxRetries": FileKey("webhook_max_retries", NUMBER),
@@ -106,11 +106,6 @@ SECTIONS = frozenset(key.split(".", 1)[0] for key in KEYS)
 _fields = {opt.field for opt in OPTIONS}
 if any(k.field is not None and k.field not in _fields for k in KEYS.values()):
     raise TypeError("configfile.KEYS names a field that OPTIONS does not have")
-
-
-def unimplemented_keys() -> list[str]:
-    """The original's keys no Option stands for yet: a file that sets one is refused."""
-    return [name for name, key in KEYS.items() if key.field is None]
 
 
 def discover(explicit: str | None, cwd: str | None = None) -> Path | None:

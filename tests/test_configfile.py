@@ -14,6 +14,7 @@ import pytest
 
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess, free_port
+from bunqueue.backup.config import NEEDS_SQLITE
 from bunqueue.config import POSTGRES_URL_REQUIRED
 
 BUNQUEUE = Path(sys.executable).parent / "bunqueue"
@@ -204,6 +205,13 @@ def test_a_json_config_in_the_working_directory_works(tmp_path: Path) -> None:
         assert refused_without_token(server) and accepts_token(server, "from-json")
     finally:
         server.stop()
+
+
+def test_the_backup_section_reaches_the_backup_settings(tmp_path: Path) -> None:
+    # Backups on with no data file: the start refuses them in the original's words, so the key was read.
+    (tmp_path / "bunqueue.config.toml").write_text('[backup]\nenabled = true\nbucket = "b"\n')
+    proc = start_refused(tmp_path)
+    assert proc.returncode == 1 and NEEDS_SQLITE in proc.stderr
 
 
 @pytest.mark.parametrize(("env", "said"), [
