@@ -112,11 +112,11 @@ def _env_table() -> str:
 
 
 async def _serve(settings: Settings) -> None:
-    from bunqueue.server.app import BrokerServer
-    server = BrokerServer(settings)
+    from bunqueue.server.app import open_server
+    server = await open_server(settings)
     await server.start()
     host, port = server.tcp_address
-    storage = "memory" if settings.storage == "memory" else f"sqlite {settings.data_path}"
+    storage = settings.storage if settings.storage != "sqlite" else f"sqlite {settings.data_path}"
     logging.getLogger("bunqueue").info(
         "bunqueue %s listening on tcp://%s:%d (storage: %s, auth: %s)",
         __version__, host, port, storage, "on" if settings.tokens else "off",

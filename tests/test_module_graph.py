@@ -219,9 +219,14 @@ def _stems() -> dict[str, list[str]]:
     return stems
 
 
+FAMILY_PACKAGES = ("bunqueue.broker.ops", "bunqueue.commands", "bunqueue.storage.postgres.ops")
+
+
 def _paired(modules: list[str]) -> bool:
-    """``commands/X.py`` and ``broker/ops/X.py``: a command family's requests and its operations."""
-    return sorted(m.rpartition(".")[0] for m in modules) == ["bunqueue.broker.ops", "bunqueue.commands"]
+    """``commands/X.py``, ``broker/ops/X.py`` and ``storage/postgres/ops/X.py``: a command family's requests
+    and each engine's operations."""
+    packages = sorted(m.rpartition(".")[0] for m in modules)
+    return len(packages) == len(set(packages)) and set(packages) <= set(FAMILY_PACKAGES) and len(packages) > 1
 
 
 def test_no_module_name_is_used_three_times_or_twice_in_one_subpackage() -> None:

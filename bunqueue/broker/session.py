@@ -16,7 +16,7 @@ class Session:
     very set (``Job.holder``), so completing a job and closing a connection both cost O(1) per job.
     """
 
-    __slots__ = ("authenticated", "deliver", "frame_size", "held", "identity", "key", "subscribed", "waiting")
+    __slots__ = ("authenticated", "deliver", "frame_size", "held", "identity", "key", "order", "subscribed", "waiting")
 
     def __init__(self, authenticated: bool = True) -> None:
         self.key = next(_ids)
@@ -32,6 +32,9 @@ class Session:
         self.deliver: Callable[[dict[str, Any]], None] | None = None
         # The clientId events name this client by, made when an event first needs it.
         self.identity: str | None = None
+        # An engine's per-connection ordering state (the PostgreSQL server's ``CommandOrder``), made when the
+        # first command needs it.
+        self.order: Any = None
 
     def client_id(self) -> str:
         if self.identity is None:

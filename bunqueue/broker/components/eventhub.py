@@ -68,6 +68,24 @@ class EventHub:
         self.taps.remove(tap)
         self.refresh()
 
+    def listen_all(
+        self, on_job: Callable[[dict[str, Any]], None], on_system: Callable[[str, dict[str, Any]], None]
+    ) -> bool:
+        """Hear every queue's job events and every system event until ``unlisten_all``; idempotent: True when
+        this call started the listening."""
+        if on_job in self.taps:
+            return False
+        self.add_tap(on_job)
+        self.notices.append(on_system)
+        return True
+
+    def unlisten_all(
+        self, on_job: Callable[[dict[str, Any]], None], on_system: Callable[[str, dict[str, Any]], None]
+    ) -> None:
+        if on_job in self.taps:
+            self.remove_tap(on_job)
+            self.notices.remove(on_system)
+
     def notify(self, name: str, data: dict[str, Any]) -> None:
         """A system event; callers that build its data check ``notices`` first."""
         for listener in self.notices:

@@ -22,21 +22,11 @@ def unsubscribe_events(broker: Wiring, session: Session) -> None:
 
 
 def listen_all(broker: Wiring, on_job: JobListener, on_system: SystemListener) -> bool:
-    """Hear every queue's job events and every system event until ``unlisten_all``; idempotent: True when
-    this call started the listening."""
-    hub = broker.events
-    if on_job in hub.taps:
-        return False
-    hub.add_tap(on_job)
-    hub.notices.append(on_system)
-    return True
+    return broker.events.listen_all(on_job, on_system)
 
 
 def unlisten_all(broker: Wiring, on_job: JobListener, on_system: SystemListener) -> None:
-    hub = broker.events
-    if on_job in hub.taps:
-        hub.remove_tap(on_job)
-        hub.notices.remove(on_system)
+    broker.events.unlisten_all(on_job, on_system)
 
 
 def hears_system_events(broker: Wiring) -> bool:

@@ -1,5 +1,5 @@
 """``bunqueue start`` in PostgreSQL mode: the settings, the original's start-up refusals (one line, status 1,
-no traceback), and, once every check passes, the stop that says the engine is not in this version."""
+no traceback), and, once every check passes, a broker that migrated the schema and serves."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,8 @@ import sys
 import asyncpg
 import pytest
 
-from bunqueue._testbase.server import free_port
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess, free_port
 from bunqueue.config import (
     POSTGRES_URL_REQUIRED,
     POSTGRES_URL_SCHEME,
@@ -17,7 +18,6 @@ from bunqueue.config import (
     Settings,
     startup_error,
 )
-from bunqueue.storage.postgres.errors import ENGINE_UNAVAILABLE
 from bunqueue.storage.postgres.migrations import SCHEMA_VERSION
 
 
@@ -111,12 +111,22 @@ async def test_a_newer_schema_stops_the_start(postgres_url: str) -> None:
     )
 
 
-async def test_a_start_that_passes_every_check_migrates_then_says_the_engine_is_missing(postgres_url: str) -> None:
-    proc = _start({"BUNQUEUE_POSTGRES_URL": postgres_url, "BUNQUEUE_POSTGRES_NAMESPACE": "team-a"})
-    assert _refused(proc) == ENGINE_UNAVAILABLE
-    assert "listening" not in proc.stderr
+async def test_a_start_that_passes_every_check_migrates_and_serves(postgres_url: str) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("BUNQUEUE_", "BQ_", "DATA_PATH", "SQLITE_"))}
+    server = ServerProcess(env={**base, "BUNQUEUE_POSTGRES_URL": postgres_url, "BUNQUEUE_POSTGRES_NAMESPACE": "team-a"})
+    server.start()
+    try:
+        client = RawClient(server.addr)
+        pushed = client.call({"cmd": "PUSH", "queue": "q", "data": {"n": 1}})
+        pulled = client.call({"cmd": "PULL", "queue": "q", "owner": "w"})
+        assert pulled["job"]["id"] == pushed["id"]
+        assert client.call({"cmd": "ACK", "id": pushed["id"], "token": pulled["token"]}) == {"ok": True}
+        client.close()
+    finally:
+        assert server.stop() == 0
     conn = await asyncpg.connect(postgres_url)
     try:
         assert await conn.fetchval("SELECT max(version) FROM bunqueue_schema_version") == SCHEMA_VERSION
+        assert await conn.fetchval("SELECT namespace FROM bunqueue_jobs") == "team-a"
     finally:
         await conn.close()

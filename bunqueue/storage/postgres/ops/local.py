@@ -1,0 +1,80 @@
+"""What a PostgreSQL broker answers from its own process: its connections, listeners and latency samples.
+
+The event hub and the counters are the memory engine's components: subscribers, stream taps and webhooks
+are this broker's own (events reach them from any broker through NOTIFY), and the counters count what this
+broker served.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bunqueue.broker import states
+from bunqueue.broker.components.eventhub import EventHub
+from bunqueue.broker.session import Session
+from bunqueue.monitoring.counters import Counters, Histogram
+from bunqueue.monitoring.snapshot import Totals
+from bunqueue.storage.postgres.ops.family import Family
+
+# The namespace's jobs by state (ready ones split by priority) and its DLQ size, for the probes.
+TOTALS = """
+SELECT state, priority > 0 AS prioritized, count(*) FROM bunqueue_jobs WHERE namespace = $1 GROUP BY 1, 2
+UNION ALL SELECT -1, false, count(*) FROM bunqueue_dlq WHERE namespace = $1
+"""
+_TOTAL_FIELDS = {
+    (states.DELAYED, False): "delayed", (states.DELAYED, True): "delayed",
+    (states.ACTIVE, False): "active", (states.ACTIVE, True): "active",
+    (states.COMPLETED, False): "completed", (states.COMPLETED, True): "completed",
+    (states.WAITING_CHILDREN, False): "waiting_children", (states.WAITING_CHILDREN, True): "waiting_children",
+    (states.READY, False): "waiting", (states.READY, True): "prioritized",
+    (-1, False): "dlq",
+}
+
+JobListener = Callable[[dict[str, Any]], None]
+SystemListener = Callable[[str, dict[str, Any]], None]
+
+
+class LocalFamily(Family):
+    events: EventHub
+    counters: Counters
+    # The last totals read (``refresh_totals``, on a timer): the probes read them without a round trip.
+    last_totals: Totals
+
+    def totals(self) -> Totals:
+        return self.last_totals
+
+    async def refresh_totals(self) -> None:
+        totals = Totals()
+        for state, prioritized, count in await self.pool.fetch(TOTALS, self.namespace):
+            field = _TOTAL_FIELDS.get((state, prioritized))
+            if field is not None:
+                setattr(totals, field, getattr(totals, field) + count)
+        self.last_totals = totals
+
+    def latency_histograms(self) -> dict[str, Histogram]:
+        return self.counters.latency
+
+    def connection_opened(self) -> None:
+        self.counters.connections += 1
+
+    def connection_closed(self) -> None:
+        self.counters.connections -= 1
+
+    def release_session(self, session: Session) -> int:
+        """A connection closed: its subscription goes. The jobs it pulled keep their leases, so that a worker
+        that reconnects (to this broker or another) can still renew, ack or fail them with its token; a
+        worker that never comes back loses them when their lockTtl passes."""
+        self.events.unsubscribe(session)
+        return 0
+
+    def hears_system_events(self) -> bool:
+        return bool(self.events.notices)
+
+    def system_event(self, name: str, data: dict[str, Any]) -> None:
+        self.events.notify(name, data)
+
+    def listen_all(self, on_job: JobListener, on_system: SystemListener) -> bool:
+        return self.events.listen_all(on_job, on_system)
+
+    def unlisten_all(self, on_job: JobListener, on_system: SystemListener) -> None:
+        self.events.unlisten_all(on_job, on_system)
