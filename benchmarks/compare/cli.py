@@ -1,6 +1,6 @@
 """Command line of the side-by-side benchmark.
 
-    python -m benchmarks.compare [--quick] [--only ours|bun] [--baseline REV] [--modes memory,sqlite]
+    python -m benchmarks.compare [--quick] [--only ours|bun] [--baseline REV] [--modes memory,sqlite,postgres]
         [--workloads push pushb100 ...] [--rounds N] [--jobs N] [--json] [--out FILE]
 
 The report (header and table) goes to stdout, progress to stderr; with --json stdout carries the
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -25,13 +26,14 @@ from benchmarks.workloads import WORKLOADS
 from .baseline import ensure_baseline
 from .install import BunInstall, InstallError, ensure_bun
 from .machine import facts, header
+from .postgres import Databases
 from .report import format_footer, format_table, source_changes, summarise, worst, write_chart, write_json
-from .rounds import Plan, run_plan
-from .servers import MODES, REPO_ROOT, Launcher, OursLauncher
+from .rounds import MULTI_BROKER, Plan, run_plan
+from .servers import DEFAULT_MODES, MODES, REPO_ROOT, Launcher, OursLauncher
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 # The TCP workloads of benchmarks.load, then the HTTP ones of benchmarks.http_load.
-ALL_WORKLOADS = [*WORKLOADS, *HTTP_WORKLOADS]
+ALL_WORKLOADS = [*WORKLOADS, *HTTP_WORKLOADS, *MULTI_BROKER]
 DEFAULTS = {"rounds": 3, "jobs": 50_000, "warmup": 2_000, "timeout": 600.0}
 # Small enough to finish in seconds, large enough that every workload still runs its real path.
 QUICK = {"rounds": 1, "jobs": 2_000, "warmup": 200, "timeout": 120.0}
@@ -56,7 +58,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--baseline", metavar="REV",
                    help="also run ours at git revision REV (built under benchmarks/.cache/baseline) in the "
                         "same rounds, as a third server \"base\" with a before/after ratio")
-    p.add_argument("--modes", type=_csv(MODES), default=list(MODES), help="memory,sqlite (default: both)")
+    p.add_argument("--modes", type=_csv(MODES), default=list(DEFAULT_MODES),
+                   help="memory,sqlite,postgres (default: memory,sqlite)")
+    p.add_argument("--postgres-url", metavar="URL",
+                   help="the PostgreSQL of --modes postgres (default: a server started for the run)")
     p.add_argument("--workloads", type=_csv(ALL_WORKLOADS), nargs="+", default=None, metavar="W",
                    help=f"workloads, in order (default: all of {','.join(ALL_WORKLOADS)})")
     p.add_argument("--rounds", type=int,
@@ -144,7 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(head, file=sys.stderr if args.json else sys.stdout, flush=True)
 
     started = time.time()
-    runs = _run(run_plan(plan, launchers, _log))
+    with contextlib.ExitStack() as stack:
+        databases = stack.enter_context(Databases(args.postgres_url)) if "postgres" in plan.modes else None
+        if databases is not None:
+            _log(databases.note)
+        runs = _run(run_plan(plan, launchers, _log, databases))
     summary = summarise(runs, plan)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
     out = args.out or RESULTS / f"compare-{stamp}.json"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .rounds import Plan
+from .rounds import MULTI_BROKER, Plan, workloads_of
 
 Row = dict[str, Any]
 Cell = dict[str, Any]
@@ -42,13 +42,20 @@ class Measure:
 def measures(plan: Plan) -> list[Measure]:
     out: list[Measure] = []
     for mode in plan.modes:
-        for name in plan.workloads:
+        names = workloads_of(plan, mode)
+        for name in names:
             unit = RATE_UNITS.get(name, "jobs/s")
             out.append(Measure(mode, name, name, "rate", unit, True, "{:,.0f}"))
-        if "latency" in plan.workloads:
+        if "latency" in names:
             out += [Measure(mode, label, "latency", key, "us", False, "{:,.1f}")
                     for key, label in LATENCY_KEYS]
-        for name in plan.workloads:
+        for name in names:
+            if name in MULTI_BROKER:
+                out += [Measure(mode, f"{name} {label}", name, key, "s", False, "{:,.2f}")
+                        for key, label in (("kill_to_last_ack_s", "kill to last ack"),
+                                           ("recovered_max_s", "held jobs back"))]
+                out.append(Measure(mode, f"{name} wake median", name, "wake_median_ms", "ms", False, "{:,.2f}"))
+                continue
             per = "requests" if RATE_UNITS.get(name) == "req/s" else "jobs"
             out.append(Measure(mode, f"cpu {name}", name, "cpu_s_per_1k", f"cpu s/1k {per}", False, "{:.4f}"))
         out.append(Measure(mode, "peak RSS", None, "peak_rss_mib", "MiB", False, "{:,.1f}"))

@@ -9,10 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.brokers import run_brokers
 from benchmarks.http_load import HTTP_WORKLOADS
 from benchmarks.workloads import run_workload, server_info
 
 from .machine import source_fingerprint
+from .postgres import Databases
 from .servers import Launcher, Server, ServerUnavailable, pinned, started
 
 Log = Callable[[str], None]
@@ -21,6 +23,8 @@ Row = dict[str, Any]
 # Pinned to one CPU each, because one request in flight measures the round trip, and a scheduler
 # moving either side between cores would add its own noise to the tail.
 PINNED_WORKLOADS = frozenset({"latency"})
+# Workloads of several brokers on one database: run in PostgreSQL mode only, each on servers of its own.
+MULTI_BROKER = {"brokers3": 3}
 
 
 @dataclass(frozen=True)
@@ -80,12 +84,34 @@ async def measure(server: Server, name: str, plan: Plan, jobs: int | None = None
     return row
 
 
+async def measure_brokers(launcher: Launcher, name: str, plan: Plan, databases: Databases) -> Row:
+    """``name`` of ``MULTI_BROKER`` on that many fresh servers sharing a fresh database; never raises."""
+    count = MULTI_BROKER[name]
+    try:
+        async with databases.fresh() as url:
+            with contextlib.ExitStack() as stack:
+                servers = [stack.enter_context(started(launcher, "postgres", postgres_url=url)) for _ in range(count)]
+                async with asyncio.timeout(plan.timeout):
+                    return await run_brokers(
+                        [server.addr for server in servers], servers[0].proc.kill, plan.jobs,
+                        deadline_s=plan.timeout,
+                    )
+    except Exception as exc:  # noqa: BLE001 - any failure is one failed row, not a crashed run
+        return _failed(name, _describe(exc))
+
+
+def workloads_of(plan: Plan, mode: str) -> list[str]:
+    return [name for name in plan.workloads if name not in MULTI_BROKER or mode == "postgres"]
+
+
 async def _warm_up(server: Server, plan: Plan, log: Log) -> None:
     # A fresh process has cold caches and, for Bun, code not yet compiled by its JIT; one small
     # pass over every workload keeps that start-up cost out of the first measured workload.
     if plan.warmup <= 0:
         return
     for name in plan.workloads:
+        if name in MULTI_BROKER:
+            continue
         row = await measure(server, name, plan, plan.warmup)
         if not row.get("verified"):
             log(f"    warm-up {name} failed: {'; '.join(row.get('problems', []))}")
@@ -104,7 +130,9 @@ def _progress_line(row: Row) -> str:
     return line
 
 
-async def run_server(plan: Plan, launcher: Launcher, mode: str, round_index: int, log: Log) -> Row:
+async def run_server(
+    plan: Plan, launcher: Launcher, mode: str, round_index: int, log: Log, databases: Databases | None = None
+) -> Row:
     """One fresh server in one mode: warm-up, every workload, then its peak RSS."""
     record: Row = {"round": round_index + 1, "mode": mode, "server": launcher.name, "available": True}
     if launcher.name == "ours":
@@ -113,14 +141,20 @@ async def run_server(plan: Plan, launcher: Launcher, mode: str, round_index: int
     elif launcher.name == "base":
         record["baseline"] = getattr(launcher, "source", None)
     try:
-        with started(launcher, mode) as server:
+        async with contextlib.AsyncExitStack() as stack:
+            url = await stack.enter_async_context(databases.fresh()) if databases and mode == "postgres" else None
+            server = stack.enter_context(started(launcher, mode, postgres_url=url))
             record["info"] = await server_info(server.addr)
             log(f"  {mode:<6} {launcher.name:<4} pid {server.pid} on {server.addr[0]}:{server.port}  "
                 f"{record['info'].get('server')} {record['info'].get('version')}")
             await _warm_up(server, plan, log)
             rows: list[Row] = []
-            for name in plan.workloads:
-                rows.append(await measure(server, name, plan))
+            for name in workloads_of(plan, mode):
+                if name in MULTI_BROKER:
+                    assert databases is not None
+                    rows.append(await measure_brokers(launcher, name, plan, databases))
+                else:
+                    rows.append(await measure(server, name, plan))
                 log(_progress_line(rows[-1]))
             record["workloads"] = rows
             record["peak_rss_kib"] = server.peak_rss_kib() if server.alive() else None
@@ -134,12 +168,14 @@ async def run_server(plan: Plan, launcher: Launcher, mode: str, round_index: int
     return record
 
 
-async def run_plan(plan: Plan, launchers: dict[str, Launcher], log: Log) -> list[Row]:
+async def run_plan(
+    plan: Plan, launchers: dict[str, Launcher], log: Log, databases: Databases | None = None
+) -> list[Row]:
     runs: list[Row] = []
     for round_index in range(plan.rounds):
         order = round_order(plan.servers, round_index)
         log(f"round {round_index + 1}/{plan.rounds}: {' then '.join(order)}")
         for mode in plan.modes:
             for name in order:
-                runs.append(await run_server(plan, launchers[name], mode, round_index, log))
+                runs.append(await run_server(plan, launchers[name], mode, round_index, log, databases))
     return runs

@@ -27,7 +27,9 @@ SCRUBBED_ENV = (
     "HTTP_PORT", "HOST", "RATE_LIMIT_WINDOW_MS", "LOG_LEVEL",
 )
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-MODES = ("memory", "sqlite")
+MODES = ("memory", "sqlite", "postgres")
+# postgres needs a PostgreSQL server (started by the run unless --postgres-url names one): asked for by name.
+DEFAULT_MODES = ("memory", "sqlite")
 
 
 class ServerUnavailable(Exception):
@@ -50,15 +52,18 @@ class OursLauncher:
     root: Path = REPO_ROOT
     source: str | None = None
 
-    def launch(self, tcp_port: int, http_port: int, workdir: Path, data_path: Path | None) -> Launch:
+    def launch(
+        self, tcp_port: int, http_port: int, workdir: Path, data_path: Path | None, postgres_url: str | None = None
+    ) -> Launch:
         argv = [
             sys.executable, "-m", "bunqueue", "start", "--host", HOST,
             "--tcp-port", str(tcp_port), "--http-port", str(http_port),
         ]
         if data_path is not None:
             argv += ["--data-path", str(data_path)]
+        env = {"BUNQUEUE_POSTGRES_URL": postgres_url} if postgres_url else {}
         # The tree's root as working directory makes `-m bunqueue` import that tree, not the installed one.
-        return Launch(argv, {}, self.root)
+        return Launch(argv, env, self.root)
 
 
 @dataclass(frozen=True)
@@ -67,10 +72,14 @@ class BunLauncher:
     cli: Path
     name: str = "bun"
 
-    def launch(self, tcp_port: int, http_port: int, workdir: Path, data_path: Path | None) -> Launch:
+    def launch(
+        self, tcp_port: int, http_port: int, workdir: Path, data_path: Path | None, postgres_url: str | None = None
+    ) -> Launch:
         env = {"TCP_PORT": str(tcp_port), "HTTP_PORT": str(http_port), "HOST": HOST}
         if data_path is not None:
             env["DATA_PATH"] = str(data_path)
+        if postgres_url is not None:
+            env.update(BUNQUEUE_STORAGE_DRIVER="postgres", BUNQUEUE_POSTGRES_URL=postgres_url)
         # Run in the round's own folder so anything it writes beside itself goes away with it.
         return Launch([str(self.bun), str(self.cli), "start"], env, workdir)
 
@@ -160,15 +169,18 @@ def _wait_listening(server: Server, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def started(launcher: Launcher, mode: str, timeout: float = 30.0) -> Iterator[Server]:
+def started(
+    launcher: Launcher, mode: str, timeout: float = 30.0, postgres_url: str | None = None
+) -> Iterator[Server]:
     """Start a fresh server in a fresh temporary folder, yield it, then stop it and remove the folder.
 
-    In SQLite mode the data file lives in that folder, so every round starts from an empty database.
+    In SQLite mode the data file lives in that folder, so every round starts from an empty database; in
+    PostgreSQL mode the caller passes a fresh database (``postgres.Databases``).
     """
     workdir = Path(tempfile.mkdtemp(prefix=f"bq-compare-{launcher.name}-{mode}-"))
     data_path = workdir / "bunqueue.db" if mode == "sqlite" else None
     tcp_port, http_port = free_port(), free_port()
-    spec = launcher.launch(tcp_port, http_port, workdir, data_path)
+    spec = launcher.launch(tcp_port, http_port, workdir, data_path, postgres_url)
     log_path = workdir / "server.log"
     try:
         with log_path.open("wb") as log:
