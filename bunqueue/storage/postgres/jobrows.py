@@ -6,6 +6,7 @@ jobs it carries (``unnest`` turns the arrays back into rows). A claimed row come
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,3 +86,54 @@ def claimed_job(row: Sequence[Any]) -> Job:
     job.last_heartbeat = started_at
     job.seq = seq
     return job
+
+
+# What a stored job is read with (``stored_job``): the columns that win over the record's copies, then it.
+STORED_COLUMNS = (
+    "state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,"
+    " max_attempts, record"
+)
+# States whose row counts the running or finished claim in ``attempts`` while the wire does not.
+_CLAIM_COUNTED = (states.ACTIVE, states.COMPLETED)
+# States that keep the last attempt's start time on the wire (a retry or a lapsed lease clears it).
+_STARTED = (states.ACTIVE, states.COMPLETED, states.FAILED)
+
+
+def stored_job(row: Sequence[Any]) -> Job:
+    """A job as it is stored now (a row read with ``STORED_COLUMNS``), as the memory engine would show it.
+
+    The hot path changes columns only: the claim's ``active`` timeline entry and the ack's ``completed``
+    one are written by no statement, so they are laid over the record's timeline here from ``started_at``
+    and ``completed_at``, once each (an entry the record already holds is not repeated)."""
+    (state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,
+     max_attempts, record) = row
+    job = Job.from_record(unpack(record))
+    job.state = state
+    job.attempts = attempts - 1 if state in _CLAIM_COUNTED and attempts > 0 else attempts
+    job.stall_count = stall_count
+    job.seq = seq
+    job.priority = priority
+    job.lifo = lifo
+    job.run_at = run_at
+    job.max_attempts = max_attempts
+    if last_heartbeat is not None:
+        job.last_heartbeat = last_heartbeat
+    if state in _STARTED and started_at is not None:
+        job.started_at = started_at
+        _note_once(job, states.ACTIVE_NAME, started_at)
+    elif state in (states.READY, states.DELAYED) and started_at is not None:
+        job.started_at = math.nan
+    if state == states.COMPLETED and completed_at is not None:
+        job.completed_at = completed_at
+        _note_once(job, states.COMPLETED_NAME, completed_at)
+    return job
+
+
+def _note_once(job: Job, name: str, timestamp: int) -> None:
+    """Add the entry (``name`` at ``timestamp``) unless the timeline already reached it."""
+    timeline = job.timeline
+    if timeline:
+        last = timeline[-1]
+        if last["timestamp"] > timestamp or (last["state"] == name and last["timestamp"] == timestamp):
+            return
+    job.note({"state": name, "timestamp": timestamp})
