@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from bunqueue._core.jobs import Job
+from bunqueue._core.jobs import TIMELINE_CAP, Job
 from bunqueue.broker import states
 from bunqueue.storage.schema import pack, unpack
 
@@ -103,8 +103,8 @@ def stored_job(row: Sequence[Any]) -> Job:
     """A job as it is stored now (a row read with ``STORED_COLUMNS``), as the memory engine would show it.
 
     The hot path changes columns only: the claim's ``active`` timeline entry and the ack's ``completed``
-    one are written by no statement, so they are laid over the record's timeline here from ``started_at``
-    and ``completed_at``, once each (an entry the record already holds is not repeated)."""
+    one are written by no statement, so they are laid into the record's timeline here from ``started_at``
+    and ``completed_at``, each where its time puts it and only when the record does not hold it."""
     (state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,
      max_attempts, record) = row
     job = Job.from_record(unpack(record))
@@ -130,10 +130,18 @@ def stored_job(row: Sequence[Any]) -> Job:
 
 
 def _note_once(job: Job, name: str, timestamp: int) -> None:
-    """Add the entry (``name`` at ``timestamp``) unless the timeline already reached it."""
+    """Add the entry (``name`` at ``timestamp``) where its time puts it, unless the timeline holds it (a
+    statement that rewrote the record after the claim may have noted it already)."""
     timeline = job.timeline
-    if timeline:
-        last = timeline[-1]
-        if last["timestamp"] > timestamp or (last["state"] == name and last["timestamp"] == timestamp):
+    at = len(timeline)
+    while at > 0 and timeline[at - 1]["timestamp"] > timestamp:
+        at -= 1
+    for entry in timeline:
+        if entry["state"] == name and entry["timestamp"] == timestamp:
             return
-    job.note({"state": name, "timestamp": timestamp})
+    if at == len(timeline):
+        job.note({"state": name, "timestamp": timestamp})
+        return
+    timeline.insert(at, {"state": name, "timestamp": timestamp})
+    if len(timeline) > TIMELINE_CAP:
+        del timeline[0]
