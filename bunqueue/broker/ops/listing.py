@@ -89,12 +89,12 @@ def counts_per_priority(broker: Wiring, queue: str) -> dict[str, int]:
     jobs = sorted(map(broker.jobs.__getitem__, q.queued_ids()), key=lambda job: job.seq)
     for job in jobs:
         counts[job.priority] = counts.get(job.priority, 0) + 1
-    index_keys = sorted(p for p in counts if _is_array_index(p))
-    other_keys = [p for p in counts if not _is_array_index(p)]
+    index_keys = sorted(p for p in counts if is_array_index(p))
+    other_keys = [p for p in counts if not is_array_index(p)]
     return {js_number_key(p): counts[p] for p in index_keys + other_keys}
 
 
-def _is_array_index(value: float) -> bool:
+def is_array_index(value: float) -> bool:
     # Priorities are finite, so int() is safe once the range holds.
     return 0 <= value < 4294967295 and value == int(value)
 

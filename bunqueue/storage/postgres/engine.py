@@ -20,7 +20,9 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.listing import ListingFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
+from bunqueue.storage.postgres.ops.queries import QueriesFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
 
@@ -28,11 +30,18 @@ log = logging.getLogger("bunqueue")
 
 # How often this broker returns lapsed leases to work (any broker may: the statement takes them all).
 LEASE_SWEEP_S = 0.5
+# How often delayed jobs that came due are made claimable (any broker may: the statement takes them all).
+DUE_SWEEP_S = 0.05
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
 
 
-class PostgresEngine(PostgresJobs, LocalFamily):
+class PostgresEngine(
+    PostgresJobs,
+    ListingFamily,
+    LocalFamily,
+    QueriesFamily,
+):
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,
@@ -56,6 +65,7 @@ class PostgresEngine(PostgresJobs, LocalFamily):
 
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
+        self.every("delayed promotion", DUE_SWEEP_S, self.promote_delayed)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:

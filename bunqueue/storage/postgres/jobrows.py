@@ -6,10 +6,11 @@ jobs it carries (``unnest`` turns the arrays back into rows). A claimed row come
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from bunqueue._core.jobs import Job
+from bunqueue._core.jobs import TIMELINE_CAP, Job
 from bunqueue.broker import states
 from bunqueue.storage.schema import pack, unpack
 
@@ -85,3 +86,62 @@ def claimed_job(row: Sequence[Any]) -> Job:
     job.last_heartbeat = started_at
     job.seq = seq
     return job
+
+
+# What a stored job is read with (``stored_job``): the columns that win over the record's copies, then it.
+STORED_COLUMNS = (
+    "state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,"
+    " max_attempts, record"
+)
+# States whose row counts the running or finished claim in ``attempts`` while the wire does not.
+_CLAIM_COUNTED = (states.ACTIVE, states.COMPLETED)
+# States that keep the last attempt's start time on the wire (a retry or a lapsed lease clears it).
+_STARTED = (states.ACTIVE, states.COMPLETED, states.FAILED)
+
+
+def stored_job(row: Sequence[Any]) -> Job:
+    """A job as it is stored now (a row read with ``STORED_COLUMNS``), as the memory engine would show it.
+
+    The hot path changes columns only: the claim's ``active`` timeline entry and the ack's ``completed``
+    one are written by no statement, so they are laid into the record's timeline here from ``started_at``
+    and ``completed_at``, each where its time puts it and only when the record does not hold it."""
+    (state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,
+     max_attempts, record) = row
+    job = Job.from_record(unpack(record))
+    job.state = state
+    job.attempts = attempts - 1 if state in _CLAIM_COUNTED and attempts > 0 else attempts
+    job.stall_count = stall_count
+    job.seq = seq
+    job.priority = priority
+    job.lifo = lifo
+    job.run_at = run_at
+    job.max_attempts = max_attempts
+    if last_heartbeat is not None:
+        job.last_heartbeat = last_heartbeat
+    if state in _STARTED and started_at is not None:
+        job.started_at = started_at
+        _note_once(job, states.ACTIVE_NAME, started_at)
+    elif state in (states.READY, states.DELAYED) and started_at is not None:
+        job.started_at = math.nan
+    if state == states.COMPLETED and completed_at is not None:
+        job.completed_at = completed_at
+        _note_once(job, states.COMPLETED_NAME, completed_at)
+    return job
+
+
+def _note_once(job: Job, name: str, timestamp: int) -> None:
+    """Add the entry (``name`` at ``timestamp``) where its time puts it, unless the timeline holds it (a
+    statement that rewrote the record after the claim may have noted it already)."""
+    timeline = job.timeline
+    at = len(timeline)
+    while at > 0 and timeline[at - 1]["timestamp"] > timestamp:
+        at -= 1
+    for entry in timeline:
+        if entry["state"] == name and entry["timestamp"] == timestamp:
+            return
+    if at == len(timeline):
+        job.note({"state": name, "timestamp": timestamp})
+        return
+    timeline.insert(at, {"state": name, "timestamp": timestamp})
+    if len(timeline) > TIMELINE_CAP:
+        del timeline[0]

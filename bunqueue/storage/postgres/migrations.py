@@ -78,6 +78,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # The claim: SELECT ... WHERE state = READY ORDER BY these columns FOR UPDATE SKIP LOCKED.
         f"""CREATE INDEX bunqueue_jobs_claim ON bunqueue_jobs
             (namespace, queue, priority DESC, lifo_rank, run_at, seq) WHERE state = {states.READY}""",
+        # A queue's jobs by state: the counts, GetJobs and the listings read this range, never the namespace.
+        "CREATE INDEX bunqueue_jobs_queue_state ON bunqueue_jobs (namespace, queue, state)",
         # Delayed jobs coming due, across queues.
         f"""CREATE INDEX bunqueue_jobs_due ON bunqueue_jobs (namespace, run_at)
             WHERE state = {states.DELAYED}""",

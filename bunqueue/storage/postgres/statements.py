@@ -141,3 +141,16 @@ lapsed AS (
 ), {_notify_ready("lapsed")}
 SELECT lapsed.id, lapsed.queue FROM lapsed, woken
 """
+
+# Every delayed job of the namespace whose run time has passed becomes ready (claimable by any broker), in
+# one statement over the partial index ``bunqueue_jobs_due``; the queues it touched are notified.
+PROMOTE_DUE = f"""
+WITH clock AS (SELECT {NOW_MS} AS now),
+due AS (
+    UPDATE bunqueue_jobs j SET state = {READY}
+    FROM clock
+    WHERE j.namespace = $1 AND j.state = {DELAYED} AND j.run_at <= clock.now
+    RETURNING j.queue, j.state
+), {_notify_ready("due")}
+SELECT DISTINCT due.queue FROM due, woken
+"""
