@@ -34,6 +34,15 @@ def storage_write_failed(reason: str) -> str:
     return f"Storage write failed: {reason}"
 
 
+def storage_unavailable(reason: str) -> str:
+    """A PostgreSQL broker that cannot reach its database: the command had no effect that was acknowledged."""
+    return f"Storage unavailable: {reason}"
+
+
+def storage_timeout(seconds: float) -> str:
+    return f"Storage unavailable: no answer within {seconds:g} s"
+
+
 def unknown_command(cmd: object) -> str:
     return f"Unknown command: {shown(cmd)}"
 

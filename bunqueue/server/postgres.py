@@ -30,7 +30,9 @@ class PostgresServer(Serving):
         engine = await PostgresEngine.open(settings)
         # Replies wait for their statement's commit, never for a store's: the store is the memory one.
         runner = CommandRunner(cast(Engine, engine), MemoryStore(), settings.tokens)
-        runner.handlers, threads = build_handlers(engine, asyncio.get_running_loop())
+        runner.handlers, threads = build_handlers(
+            engine, asyncio.get_running_loop(), engine.config.statement_timeout_ms
+        )
         return cls(settings, engine, runner, threads)
 
     async def start(self) -> None:

@@ -9,6 +9,9 @@ the engine's round trips never block the loop and one connection's commands take
   commands sent before it on the same connection are done, except that a run of pushes (or acks, or fails)
   is submitted at once, because one collector keeps their order. A long-poll (a pull or WaitJob with a
   timeout) holds up no later command, as in memory.
+* A command that cannot reach the database fails with ``Storage unavailable: <why>`` and never waits past
+  its limit (the statement timeout, plus the long-poll's own timeout): the broker stays up and the client
+  may retry (a retried push with a custom id is idempotent).
 """
 from __future__ import annotations
 
@@ -18,8 +21,12 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any
 
+import asyncpg
+
+from bunqueue import errors
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS, Handler
+from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.blocking import BlockingEngine
 
 Reply = dict[str, Any]
@@ -31,6 +38,9 @@ COLLECTED = frozenset({"PUSH", "PUSHB", "ACK", "ACKB", "FAIL"})
 LOCAL = frozenset({"Hello", "Ping", "Auth"})
 # Handler threads: a command holds one for its round trips only (a long wait gives it back).
 THREADS = 32
+# What a lost or refused database connection raises, through asyncpg or the socket.
+UNREACHABLE = (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+               asyncpg.CannotConnectNowError, asyncpg.QueryCanceledError)
 
 
 class CommandOrder:
@@ -64,24 +74,54 @@ def order_of(session: Session) -> CommandOrder:
     return order  # type: ignore[no-any-return]
 
 
-def _long_poll(cmd: dict[str, Any]) -> bool:
+def _waits_ms(cmd: dict[str, Any]) -> float:
+    """How long a long-poll may wait by its own timeout; 0 for any other command."""
     timeout = cmd.get("timeout")
-    return cmd.get("cmd") in ("PULL", "PULLB", "WaitJob") and isinstance(timeout, (int, float)) and timeout > 0
+    if cmd.get("cmd") in ("PULL", "PULLB", "WaitJob") and isinstance(timeout, (int, float)) and timeout > 0:
+        return float(timeout)
+    return 0.0
 
 
-async def _in_order(before: list[asyncio.Future[None]], done: asyncio.Future[None], reply: Awaitable[Reply]) -> Reply:
+class Limits:
+    """How long a command may take once it starts: the statement timeout, plus a long-poll's own wait."""
+
+    __slots__ = ("statement_s",)
+
+    def __init__(self, statement_ms: int) -> None:
+        self.statement_s = statement_ms / 1000
+
+    def of(self, waits_ms: float) -> float:
+        return self.statement_s + waits_ms / 1000
+
+
+async def _in_order(
+    before: list[asyncio.Future[None]], done: asyncio.Future[None], reply: Awaitable[Reply], limit_s: float
+) -> Reply:
     try:
         for earlier in before:
             await earlier
-        return await reply
+        async with asyncio.timeout(limit_s):
+            return await reply
+    except TimeoutError:
+        raise CommandError(errors.storage_timeout(limit_s)) from None
+    except UNREACHABLE as exc:
+        raise CommandError(errors.storage_unavailable(_reason(exc))) from None
     finally:
         done.set_result(None)
 
 
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def build_handlers(
-    engine: Any, loop: asyncio.AbstractEventLoop
+    engine: Any, loop: asyncio.AbstractEventLoop, statement_timeout_ms: int
 ) -> tuple[dict[str, Handler], concurrent.futures.Executor]:
     """The table the runner serves with ``engine``, and the thread pool it uses (shut down by the server)."""
+    limits = Limits(statement_timeout_ms)
     blocking = BlockingEngine(engine, loop)
     pool = concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="bunqueue-command")
     table: dict[str, Handler] = {}
@@ -89,25 +129,26 @@ def build_handlers(
         if name in LOCAL:
             table[name] = handler
         elif name in AWAITED:
-            table[name] = _awaited(name, handler)
+            table[name] = _awaited(name, handler, limits)
         else:
-            table[name] = _threaded(name, handler, blocking, pool, loop)
+            table[name] = _threaded(name, handler, blocking, pool, loop, limits)
     return table, pool
 
 
-def _awaited(name: str, handler: Handler) -> Handler:
+def _awaited(name: str, handler: Handler, limits: Limits) -> Handler:
     def run(broker: Any, cmd: dict[str, Any], session: Session) -> Any:
         reply = handler(broker, cmd, session)
         if not inspect.isawaitable(reply):
             return reply
-        before, done = order_of(session).enter(name, _long_poll(cmd))
-        return _in_order(before, done, reply)
+        waits = _waits_ms(cmd)
+        before, done = order_of(session).enter(name, waits > 0)
+        return _in_order(before, done, reply, limits.of(waits))
     return run
 
 
 def _threaded(
     name: str, handler: Handler, blocking: BlockingEngine, pool: concurrent.futures.Executor,
-    loop: asyncio.AbstractEventLoop,
+    loop: asyncio.AbstractEventLoop, limits: Limits,
 ) -> Handler:
     async def call(cmd: dict[str, Any], session: Session) -> Reply:
         reply = await loop.run_in_executor(pool, handler, blocking, cmd, session)
@@ -116,6 +157,7 @@ def _threaded(
         return reply  # type: ignore[return-value]
 
     def run(broker: Any, cmd: dict[str, Any], session: Session) -> Any:
-        before, done = order_of(session).enter(name, _long_poll(cmd))
-        return _in_order(before, done, call(cmd, session))
+        waits = _waits_ms(cmd)
+        before, done = order_of(session).enter(name, waits > 0)
+        return _in_order(before, done, call(cmd, session), limits.of(waits))
     return run
