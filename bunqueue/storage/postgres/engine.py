@@ -85,4 +85,5 @@ class PostgresEngine(
             task.cancel()
         await asyncio.gather(*self.timers, return_exceptions=True)
         self.timers.clear()
+        await self.close_locks()
         await self.hot.close()

@@ -2,7 +2,8 @@
 
 A lease is named by (job id, token) alone, so any broker renews a lease another broker granted: the
 worker may reconnect anywhere. The new expiry is read from the database's clock, which every broker's
-lease sweep judges by. A command that names many jobs renews them all in one statement.
+lease sweep judges by. A command that names many jobs renews them all in one statement, and renewals
+arriving from many connections at once share one too (a ``Collector``: group commit, as on the hot path).
 
 As in memory, a job pulled without an owner holds no lease (its row has no ``worker_id``): nothing renews
 it, and a heartbeat without a token still counts as hearing from it.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bunqueue.broker import states
+from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.sessions import NOW_MS
 
@@ -37,6 +39,9 @@ Renewal = tuple[Any, Any, "float | None", bool]
 
 
 class LocksFamily(Family):
+    # Made at the first renewal, closed with the engine (``close_locks``).
+    _renewals: Collector[list[Renewal], list[bool]] | None = None
+
     async def extend_lock(self, job_id: Any, token: Any, duration: float | None, now: float | None = None) -> bool:
         """Renew the lease of ``job_id`` to now + duration (its current ttl when None); False without one."""
         return (await self._renew([(job_id, token, duration, True)]))[0]
@@ -53,7 +58,27 @@ class LocksFamily(Family):
         """JobHeartbeatB: how many of the (id, token) jobs were running (and, with a token, held by it)."""
         return sum(await self._renew([(job_id, token, None, bool(token)) for job_id, token in beats]))
 
+    async def close_locks(self) -> None:
+        if self._renewals is not None:
+            await self._renewals.close()
+
     async def _renew(self, requests: list[Renewal]) -> list[bool]:
+        """Whether each request succeeded, in order, renewed along with whatever else is pending."""
+        renewals = self._renewals
+        if renewals is None:
+            renewals = self._renewals = Collector(self._flush_renewals)
+        return await renewals.submit(requests)
+
+    async def _flush_renewals(self, batches: list[list[Renewal]]) -> list[list[bool]]:
+        done = await self._renew_now([request for batch in batches for request in batch])
+        out: list[list[bool]] = []
+        at = 0
+        for batch in batches:
+            out.append(done[at:at + len(batch)])
+            at += len(batch)
+        return out
+
+    async def _renew_now(self, requests: list[Renewal]) -> list[bool]:
         """Whether each request succeeded, in order: one statement for all of them, or one per repeat when
         a job is named more than once (each later request judged after the earlier, as in memory)."""
         out = [False] * len(requests)

@@ -3,6 +3,7 @@ renewed on the database's clock, and a lease one broker granted renewed and sett
 from __future__ import annotations
 
 import math
+import threading
 import time
 import uuid
 
@@ -118,3 +119,37 @@ def test_a_lease_granted_by_one_broker_is_renewed_and_acked_on_another(postgres:
     finally:
         first.stop()
         second.stop()
+
+
+def test_renewals_from_many_connections_at_once_each_get_their_answer(
+    postgres: PostgresServer, pg_server: ServerProcess
+) -> None:
+    clients = [RawClient(pg_server.addr) for _ in range(12)]
+    leases: list[tuple[str, str]] = []
+    for client in clients:
+        job_id = client.ok({"cmd": "PUSH", "queue": "locks-many", "data": 1})["id"]
+        leases.append((job_id, client.ok({"cmd": "PULL", "queue": "locks-many", "owner": "o"})["token"]))
+    start = threading.Barrier(len(clients))
+    replies: dict[int, dict] = {}
+
+    def renew(i: int) -> None:
+        job_id, token = leases[i]
+        start.wait()
+        # Every third names a token that is not its lease's.
+        replies[i] = clients[i].call({"cmd": "ExtendLock", "id": job_id, "token": token if i % 3 else "x",
+                                      "duration": 77000})
+
+    threads = [threading.Thread(target=renew, args=(i,)) for i in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i, (job_id, _token) in enumerate(leases):
+        row = job_row(postgres, pg_server, job_id)
+        assert row is not None
+        if i % 3:
+            assert replies[i] == {"ok": True} and row["lease_ttl"] == 77000
+        else:
+            assert replies[i] == {"ok": False, "error": errors.LOCK_NOT_FOUND} and row["lease_ttl"] != 77000
+    for client in clients:
+        client.close()
