@@ -115,7 +115,9 @@ class Broker(Wiring):
 
     # -- locks
     extend_lock = locks.extend_lock
+    extend_locks = locks.extend_locks
     job_heartbeat = locks.job_heartbeat
+    job_heartbeats = locks.job_heartbeats
 
     # -- limits
     set_rate_limit = limits.set_rate_limit

@@ -30,14 +30,11 @@ def handle_extend_locks(broker: Engine, cmd: dict[str, Any], session: Session) -
             durations.append(options.number_arg({"duration": value}, "duration"))
         except CommandError as exc:
             raise CommandError(errors.item_error("durations", i, exc.message)) from None
-    now = broker.clock()
-    count = 0
-    for i, job_id in enumerate(ids):
-        token = tokens[i] if i < len(tokens) else None
-        duration = durations[i] if i < len(durations) else None
-        if broker.extend_lock(job_id, token, duration, now):
-            count += 1
-    return {"ok": True, "count": count}
+    renewals = [
+        (job_id, tokens[i] if i < len(tokens) else None, durations[i] if i < len(durations) else None)
+        for i, job_id in enumerate(ids)
+    ]
+    return {"ok": True, "count": broker.extend_locks(renewals, broker.clock())}
 
 
 def handle_job_heartbeat(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply:
@@ -53,10 +50,5 @@ def handle_job_heartbeat_batch(broker: Engine, cmd: dict[str, Any], session: Ses
     tokens = cmd.get("tokens")
     if tokens is not None and type(tokens) is not list:
         raise CommandError(errors.must_be_array("tokens"))
-    now = broker.clock()
-    count = 0
-    for i, job_id in enumerate(ids):
-        token = tokens[i] if tokens is not None and i < len(tokens) else None
-        if broker.job_heartbeat(job_id, token, None, now):
-            count += 1
-    return {"ok": True, "data": {"ok": True, "count": count}}
+    beats = [(job_id, tokens[i] if tokens is not None and i < len(tokens) else None) for i, job_id in enumerate(ids)]
+    return {"ok": True, "data": {"ok": True, "count": broker.job_heartbeats(beats, broker.clock())}}

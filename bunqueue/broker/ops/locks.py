@@ -40,6 +40,11 @@ def extend_lock(
     return True
 
 
+def extend_locks(broker: Wiring, renewals: list[tuple[Any, Any, float | None]], now: float) -> int:
+    """ExtendLocks: how many of the (id, token, duration) leases were renewed, in order."""
+    return sum(extend_lock(broker, job_id, token, duration, now) for job_id, token, duration in renewals)
+
+
 def job_heartbeat(broker: Wiring, job_id: Any, token: Any, duration: float | None, now: float) -> bool:
     """An active job is alive. With a token the lease is renewed too (by ``duration`` if given)."""
     job = broker.jobs.get(job_id) if type(job_id) is str else None
@@ -49,3 +54,8 @@ def job_heartbeat(broker: Wiring, job_id: Any, token: Any, duration: float | Non
         return extend_lock(broker, job_id, token, duration, now)
     job.last_heartbeat = now
     return True
+
+
+def job_heartbeats(broker: Wiring, beats: list[tuple[Any, Any]], now: float) -> int:
+    """JobHeartbeatB: how many of the (id, token) heartbeats were heard, in order."""
+    return sum(job_heartbeat(broker, job_id, token, None, now) for job_id, token in beats)

@@ -20,8 +20,11 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
 from bunqueue.storage.postgres.ops.listing import ListingFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
+from bunqueue.storage.postgres.ops.locks import LocksFamily
+from bunqueue.storage.postgres.ops.logs import LogsFamily
 from bunqueue.storage.postgres.ops.queries import QueriesFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
@@ -38,8 +41,11 @@ TOTALS_REFRESH_S = 1.0
 
 class PostgresEngine(
     PostgresJobs,
+    JobControlFamily,
     ListingFamily,
     LocalFamily,
+    LocksFamily,
+    LogsFamily,
     QueriesFamily,
 ):
     awaits_jobs = True
@@ -86,4 +92,5 @@ class PostgresEngine(
             task.cancel()
         await asyncio.gather(*self.timers, return_exceptions=True)
         self.timers.clear()
+        await self.close_locks()
         await self.hot.close()

@@ -76,9 +76,13 @@ def claimed_job(row: Sequence[Any]) -> Job:
     """A job the claim statement returned (``CLAIMED_COLUMNS``), as the running attempt the row now is.
 
     The row counts the attempt its claim started; a job on the wire counts the attempts before the running
-    one, as the memory engine's does."""
-    _slot, _id, _token, attempts, started_at, seq, record = row
+    one, as the memory engine's does. Priority, lifo and run time are columns that job control changes
+    in place, so the row's values win over the record's."""
+    _slot, _id, _token, attempts, started_at, seq, record, priority, lifo, run_at = row
     job = Job.from_record(unpack(record))
+    job.priority = priority
+    job.lifo = lifo
+    job.run_at = run_at
     job.state = states.ACTIVE
     job.attempts = attempts - 1
     job.note({"state": states.ACTIVE_NAME, "timestamp": started_at})

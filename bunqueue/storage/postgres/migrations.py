@@ -68,6 +68,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             lease_broker text,
             lease_session bigint,
             lease_expires_at bigint,
+            -- What a renewal without a duration extends the lease by: the claim's lockTtl or the last
+            -- renewal's duration.
+            lease_ttl double precision,
             worker_id text,
             last_heartbeat bigint,
             stall_count integer NOT NULL DEFAULT 0,
@@ -113,7 +116,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             job_id text NOT NULL,
             seq bigint GENERATED ALWAYS AS IDENTITY,
             entry bytea NOT NULL,
-            PRIMARY KEY (namespace, job_id, seq)
+            PRIMARY KEY (namespace, job_id, seq),
+            -- A job's logs go with it, whichever command deletes it.
+            FOREIGN KEY (namespace, job_id) REFERENCES bunqueue_jobs (namespace, id) ON DELETE CASCADE
         )""",
         """CREATE TABLE bunqueue_dlq (
             namespace text NOT NULL,

@@ -84,10 +84,10 @@ slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(ow
 UPDATE bunqueue_jobs j
 SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
     lease_token = gen_random_uuid()::text, lease_broker = $3, lease_session = $4,
-    lease_expires_at = clock.now + slots.ttl, worker_id = slots.owner
+    lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
 FROM picked JOIN slots USING (slot), clock
 WHERE j.namespace = $1 AND j.id = picked.id
-RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record
+RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo, j.run_at
 """
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
