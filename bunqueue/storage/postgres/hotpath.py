@@ -65,7 +65,7 @@ class HotPath:
         try:
             await session.register()
             session.start()
-            await wakeups.listen(await connect(config))
+            await wakeups.listen(lambda: connect(config))
         except BaseException:
             await session.close()
             await pool.close()

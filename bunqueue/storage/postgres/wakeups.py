@@ -3,19 +3,24 @@
 A pull that found nothing registers a waiter for its queue and sleeps until a notification for that queue
 arrives or the poll interval passes, whichever is first; then it claims again. The waiter is registered
 before the claim that found nothing, so a notification sent while that claim ran is not missed. The poll
-is the safety net for notifications lost with the listening connection.
+is the safety net for notifications lost with the listening connection; a lost connection is made again
+(every second until the database answers), and every waiter claims again meanwhile.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
 from bunqueue.storage.postgres.statements import CHANNEL
 
 log = logging.getLogger("bunqueue.postgres")
+
+RECONNECT_S = 1.0
+Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
 
 class Wakeups:
@@ -25,15 +30,50 @@ class Wakeups:
         self.namespace = namespace
         self._waiters: dict[str, dict[asyncio.Future[None], None]] = {}
         self._conn: asyncpg.Connection | None = None
+        self._connect: Connect | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
         # Notifications of this namespace received, for the logs and the tests.
         self.received = 0
 
-    async def listen(self, conn: asyncpg.Connection) -> None:
-        """Take ``conn`` (dedicated: a LISTEN holds it) and wake waiters from its notifications."""
+    async def listen(self, connect: Connect) -> None:
+        """Open a connection with ``connect`` (dedicated: a LISTEN holds it) and wake waiters from its
+        notifications; open another when it is lost."""
+        self._connect = connect
+        await self._listen(await connect())
+
+    async def _listen(self, conn: asyncpg.Connection) -> None:
         await conn.add_listener(CHANNEL, self._on_notification)
+        conn.add_termination_listener(self._on_lost)
         self._conn = conn
 
+    def _on_lost(self, conn: object) -> None:
+        if self._conn is not conn or self._connect is None:
+            return
+        self._conn = None
+        log.warning("the PostgreSQL listening connection was lost; reconnecting")
+        self.wake_all()
+        self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        while self._connect is not None:
+            try:
+                await self._listen(await self._connect())
+            except Exception as exc:
+                log.debug("listening connection not back yet: %s", exc)
+                await asyncio.sleep(RECONNECT_S)
+            else:
+                # Anything committed while no one listened: let every waiter look.
+                self.wake_all()
+                return
+
+    def wake_all(self) -> None:
+        for queue in list(self._waiters):
+            self.wake(queue)
+
     async def close(self) -> None:
+        self._connect = None
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await conn.remove_listener(CHANNEL, self._on_notification)
