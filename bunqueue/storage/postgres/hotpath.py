@@ -6,9 +6,10 @@ queue, as one claim statement serves one queue. Errors a caller can cause are ``
 memory engine's texts; the other requests of the same flush are not affected by them.
 
 Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
-promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue and group
-limits, removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the
-attempt it cost counted; the max-attempts check happens at the next FAIL) and job events.
+promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), group limits,
+removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the attempt it
+cost counted; the max-attempts check happens at the next FAIL) and job events. Queue pause and limits are
+the claim statement's (see ``statements.CLAIM``).
 """
 from __future__ import annotations
 
