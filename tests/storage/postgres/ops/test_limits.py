@@ -149,3 +149,36 @@ def test_a_concurrency_limit_holds_across_two_brokers_pulling_at_once(postgres: 
     finally:
         for server in servers:
             server.stop()
+
+
+def test_limits_set_on_one_broker_bind_another_that_claimed_the_queue_before(
+    brokers: tuple[RawClient, RawClient],
+) -> None:
+    a, b = brokers
+    b.ok({"cmd": "PUSHB", "queue": "lim-late", "jobs": [{"data": i} for i in range(5)]})
+    assert b.ok({"cmd": "PULL", "queue": "lim-late", "owner": "w"})["job"] is not None
+    a.ok({"cmd": "SetConcurrency", "queue": "lim-late", "limit": 2})
+    assert len(b.ok({"cmd": "PULLB", "queue": "lim-late", "count": 5, "owner": "w"})["jobs"]) == 1
+    assert b.ok({"cmd": "GetQueueLimits", "queue": "lim-late"})["data"]["limits"]["maxed"] is True
+    a.ok({"cmd": "ClearConcurrency", "queue": "lim-late"})
+    assert len(b.ok({"cmd": "PULLB", "queue": "lim-late", "count": 5, "owner": "w"})["jobs"]) == 3
+
+
+def test_a_rate_limit_is_one_bucket_for_every_broker(brokers: tuple[RawClient, RawClient]) -> None:
+    a, b = brokers
+    a.ok({"cmd": "RateLimit", "queue": "lim-bucket", "limit": 5, "duration": 60000})
+    a.ok({"cmd": "PUSHB", "queue": "lim-bucket", "jobs": [{"data": i} for i in range(20)]})
+    taken: list[int] = []
+
+    def pull(client: RawClient) -> None:
+        for _ in range(5):
+            taken.append(len(client.ok({"cmd": "PULLB", "queue": "lim-bucket", "count": 2, "owner": "w"})["jobs"]))
+
+    threads = [threading.Thread(target=pull, args=(client,)) for client in (a, b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sum(taken) == 5, taken
+    limits = b.ok({"cmd": "GetQueueLimits", "queue": "lim-bucket"})["data"]["limits"]
+    assert limits["rateLimit"] == {"max": 5, "duration": 60000} and limits["rateLimitTtl"] > 0

@@ -4,30 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from bunqueue._testbase.frames import RawClient
-from bunqueue._testbase.postgres import PostgresServer
 from bunqueue._testbase.twins import Twins
-from tests.storage.postgres.ops.conftest import postgres_broker
 
 pytestmark = pytest.mark.usefixtures("postgres")
-
-
-@pytest.fixture
-def brokers(postgres: PostgresServer) -> Iterator[tuple[RawClient, RawClient]]:
-    """A client on each of two brokers sharing one namespace."""
-    namespace = f"qc-{uuid.uuid4().hex[:12]}"
-    first, second = postgres_broker(postgres, namespace), postgres_broker(postgres, namespace)
-    a, b = RawClient(first.addr), RawClient(second.addr)
-    yield a, b
-    a.close()
-    b.close()
-    first.stop()
-    second.stop()
 
 
 def test_a_paused_queue_hands_out_nothing_until_resumed(twins: Twins) -> None:
