@@ -20,18 +20,19 @@ def waking(write: str) -> str:
 
 
 # The queue's row is made by its first control, as the memory engine makes the queue's state.
-SET_PAUSED = """
-INSERT INTO bunqueue_queues (namespace, queue, paused) VALUES ($1, $2, $3)
+_SET_PAUSED = """
+INSERT INTO bunqueue_queues (namespace, queue, paused) VALUES ($1, $2, {paused})
 ON CONFLICT (namespace, queue) DO UPDATE SET paused = excluded.paused
 """
-RESUME = waking(SET_PAUSED.replace("$3", "false"))
+PAUSE = _SET_PAUSED.format(paused="true")
+RESUME = waking(_SET_PAUSED.format(paused="false"))
 
 IS_PAUSED = "SELECT paused FROM bunqueue_queues WHERE namespace = $1 AND queue = $2"
 
 
 class QueueControlFamily(Family):
     async def pause(self, queue: str) -> None:
-        await self.pool.execute(SET_PAUSED, self.namespace, queue, True)
+        await self.pool.execute(PAUSE, self.namespace, queue)
 
     async def resume(self, queue: str) -> None:
         await self.pool.execute(RESUME, self.namespace, queue)
