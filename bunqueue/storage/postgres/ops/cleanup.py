@@ -11,6 +11,8 @@ from bunqueue.broker.ops.cleanup import QUEUED_STATES
 from bunqueue.storage.postgres.ops.family import Family
 
 _QUEUED = f"{states.READY}, {states.DELAYED}"
+# Clean's LIMIT is a bigint: a larger limit removes no more than this one.
+_MAX_LIMIT = 2**63 - 1
 
 
 def _removing(gone: str) -> str:
@@ -93,6 +95,6 @@ class CleanupFamily(Family):
             statement = CLEAN_FAILED
         else:
             return []
-        rows = await self.pool.fetch(statement, self.namespace, queue, now - grace, limit)
+        rows = await self.pool.fetch(statement, self.namespace, queue, now - grace, min(limit, _MAX_LIMIT))
         rows.sort(key=lambda row: (row["age"], row["id"]))
         return [row["id"] for row in rows]

@@ -29,6 +29,12 @@ WHERE namespace = $1 AND id = $2 AND unique_key IS NOT NULL AND state IN ({_LIVE
 RELEASE_KEY = "UPDATE bunqueue_jobs SET unique_key = NULL, record = $3 WHERE namespace = $1 AND id = $2"
 
 
+def _storable(value: Any) -> bool:
+    """Whether ``value`` can name a stored key or job: a string without NUL, which PostgreSQL text never
+    holds (so one with NUL names nothing, as an unknown key in memory)."""
+    return type(value) is str and "\0" not in value
+
+
 def _holds_key(row: asyncpg.Record | None, now: float) -> Job | None:
     """The owner the row is, while its key's ttl lasts."""
     if row is None:
@@ -42,20 +48,20 @@ def _holds_key(row: asyncpg.Record | None, now: float) -> Job | None:
 
 class DedupFamily(Family):
     async def dedup_owner(self, queue: str, key: Any) -> str | None:
-        if type(key) is not str:
+        if not _storable(key):
             return None
         row = await self.pool.fetchrow(KEY_OWNER, self.namespace, queue, key)
         return row["id"] if _holds_key(row, self.clock()) is not None else None
 
     async def remove_dedup_key(self, queue: str, key: Any) -> int:
-        if type(key) is not str:
+        if not _storable(key):
             return 0
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(KEY_OWNER_LOCKED, self.namespace, queue, key)
             return 1 if await self._release(conn, row) else 0
 
     async def remove_job_dedup_key(self, job_id: Any) -> bool:
-        if type(job_id) is not str:
+        if not _storable(job_id):
             return False
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(JOB_KEY_LOCKED, self.namespace, job_id)

@@ -80,10 +80,13 @@ def test_clean_answers_bad_and_empty_requests_as_in_memory(twins: Twins) -> None
     for frame in (
         {"grace": 0, "state": "failed"}, {"grace": 0, "state": "bogus"}, {"grace": 0, "limit": 0},
         {"grace": "x"}, {}, {"grace": 0, "limit": -1}, {"grace": 0, "state": 3},
+        {"grace": 60000, "limit": 1e308}, {"grace": 60000, "limit": 2**63}, {"grace": 1e308},
     ):
         twins.same({"cmd": "Clean", "queue": q, **frame})
     assert twins.same({"cmd": "Clean", "queue": "cl-never", "grace": 0}) == {"ok": True, "count": 0, "ids": []}
-    assert names(twins, q) == ["a"]
+    # A grace far in the future makes every queued job old enough.
+    assert twins.same({"cmd": "Clean", "queue": q, "grace": -1e308, "limit": 2**63})["count"] == 1
+    assert names(twins, q) == []
 
 
 def test_obliterate_removes_the_queue_and_its_controls(twins: Twins) -> None:

@@ -59,3 +59,13 @@ def test_a_key_with_a_ttl_is_free_once_the_ttl_passes(twins: Twins) -> None:
     time.sleep(0.4)
     assert owner(twins, q, "T") is None
     assert twins.same({"cmd": "RemoveJobDeduplicationKey", "id": "$0"}) == {"ok": True, "data": {"removed": False}}
+
+
+def test_keys_and_ids_no_job_can_hold_answer_as_unknown(twins: Twins) -> None:
+    q = "dd-odd"
+    twins.same({"cmd": "PUSH", "queue": q, "data": 1, "uniqueKey": "K"})
+    for odd in ("\0", "K\0", 7, None, ["K"], {"K": 1}, True):
+        assert owner(twins, q, odd) is None
+        assert twins.same({"cmd": "RemoveDeduplicationKey", "queue": q, "deduplicationId": odd})["data"] == {"count": 0}
+        assert twins.same({"cmd": "RemoveJobDeduplicationKey", "id": odd})["data"] == {"removed": False}
+    assert owner(twins, q, "K") is not None
