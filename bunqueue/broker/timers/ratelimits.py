@@ -71,6 +71,24 @@ def took(q: QueueState, n: int) -> None:
         limits.tokens -= n
 
 
+def limits_status(limits: QueueLimits | None, n_active: int, max_jobs: float | None, now: float) -> dict[str, Any]:
+    """GetQueueLimits ``limits`` of a queue with ``n_active`` running jobs whose lapsed rate limit is
+    already cleared: the live configuration and whether the concurrency limit is reached."""
+    rate: dict[str, Any] | None = None
+    ttl: int | float = NO_RATE_LIMIT_TTL
+    if limits is not None and limits.rate_max is not None:
+        duration = limits.rate_duration if limits.rate_duration is not None else DEFAULT_RATE_DURATION
+        rate = {"max": wire_number(limits.rate_max), "duration": wire_number(duration)}
+        ttl = limits.rate_ttl(now, max_jobs)
+    concurrency = limits.concurrency if limits is not None else None
+    return {
+        "rateLimit": rate,
+        "rateLimitTtl": ttl,
+        "concurrencyLimit": None if concurrency is None else wire_number(concurrency),
+        "maxed": concurrency is not None and n_active >= concurrency,
+    }
+
+
 def _limits_of(q: QueueState) -> QueueLimits:
     if q.limits is None:
         q.limits = QueueLimits()
@@ -144,27 +162,11 @@ class QueueLimitControls:
     def status(self, queue: str, max_jobs: float | None, now: float) -> dict[str, Any]:
         """GetQueueLimits ``limits``: the live configuration and whether the concurrency limit is reached."""
         q = self.queues.get(queue)
-        limits = q.limits if q is not None else None
-        if q is None or limits is None:
-            return {
-                "rateLimit": None, "rateLimitTtl": NO_RATE_LIMIT_TTL, "concurrencyLimit": None, "maxed": False,
-            }
-        if limits.expire_rate(now):
+        if q is None or q.limits is None:
+            return limits_status(None, 0, max_jobs, now)
+        if q.limits.expire_rate(now):
             self.changed(q)
-            limits = q.limits
-        rate: dict[str, Any] | None = None
-        ttl: int | float = NO_RATE_LIMIT_TTL
-        if limits is not None and limits.rate_max is not None:
-            duration = limits.rate_duration if limits.rate_duration is not None else DEFAULT_RATE_DURATION
-            rate = {"max": wire_number(limits.rate_max), "duration": wire_number(duration)}
-            ttl = limits.rate_ttl(now, max_jobs)
-        concurrency = limits.concurrency if limits is not None else None
-        return {
-            "rateLimit": rate,
-            "rateLimitTtl": ttl,
-            "concurrencyLimit": None if concurrency is None else wire_number(concurrency),
-            "maxed": concurrency is not None and q.n_active >= concurrency,
-        }
+        return limits_status(q.limits, q.n_active, max_jobs, now)
 
     def wait(self, q: QueueState, now: float) -> None:
         limits = q.limits

@@ -31,9 +31,14 @@ Batching: one statement per kind of write, shared by concurrent requests
       touches only the rows it takes; SKIP LOCKED lets brokers claim from one queue without waiting on each
       other. The statement also checks the session (``EXISTS (SELECT 1 FROM bunqueue_broker_sessions WHERE
       namespace = $1 AND broker_id = $b AND session = $s AND expires_at > now)``), so a broker whose session
-      lapsed claims nothing. Queue concurrency and rate limits are taken in the same transaction from the
-      ``bunqueue_queues`` row (``UPDATE ... SET rate_window_count = rate_window_count + n ... RETURNING``),
-      which makes them global across brokers; group limits likewise from ``bunqueue_groups``.
+      lapsed claims nothing. The same statement reads the queue's ``bunqueue_queues`` row (an index
+      lookup; no row, no controls): a paused queue gives nothing, and a queue with a concurrency or rate
+      limit is claimed only under the queue's advisory lock, taken first in the claim's transaction, so
+      the statement's snapshot sees every lease granted before it: concurrency counts the queue's ACTIVE
+      rows (``bunqueue_jobs_active``), and the rate limit is the memory engine's token bucket kept in the
+      row and spent by the same statement. Both are thus global across brokers. A broker learns that a
+      queue has limits from the statement itself (an extra row with slot 0), so a queue without limits
+      costs one statement and no lock. Group limits likewise from ``bunqueue_groups``.
     - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
       AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
       AND j.state = ACTIVE RETURNING j.id, a.token``: a request missing from RETURNING is refused with the
@@ -105,7 +110,7 @@ What is next
     - What ``hotpath`` leaves out, each answered as the memory engine answers it: retry backoff (a FAIL
       with attempts left is ready at once today), the error and stack of a FAIL and the failed/waiting
       timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, group
-      claims (a pull's ``group`` is not read yet) and queue limits, the DLQ, job events, and a pull without
+      claims (a pull's ``group`` is not read yet), the DLQ, job events, and a pull without
       an owner (it is leased like any claim, and its ACK, which carries no token, is refused).
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply

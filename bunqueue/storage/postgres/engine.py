@@ -20,12 +20,16 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.cleanup import CleanupFamily
+from bunqueue.storage.postgres.ops.dedup import DedupFamily
 from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
+from bunqueue.storage.postgres.ops.limits import LimitsFamily
 from bunqueue.storage.postgres.ops.listing import ListingFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
 from bunqueue.storage.postgres.ops.locks import LocksFamily
 from bunqueue.storage.postgres.ops.logs import LogsFamily
 from bunqueue.storage.postgres.ops.queries import QueriesFamily
+from bunqueue.storage.postgres.ops.queuecontrol import QueueControlFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
 
@@ -41,12 +45,16 @@ TOTALS_REFRESH_S = 1.0
 
 class PostgresEngine(
     PostgresJobs,
+    CleanupFamily,
+    DedupFamily,
     JobControlFamily,
+    LimitsFamily,
     ListingFamily,
     LocalFamily,
     LocksFamily,
     LogsFamily,
     QueriesFamily,
+    QueueControlFamily,
 ):
     awaits_jobs = True
 

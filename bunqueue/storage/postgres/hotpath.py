@@ -6,9 +6,10 @@ queue, as one claim statement serves one queue. Errors a caller can cause are ``
 memory engine's texts; the other requests of the same flush are not affected by them.
 
 Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
-promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue and group
-limits, removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the
-attempt it cost counted; the max-attempts check happens at the next FAIL) and job events.
+promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), group limits,
+removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the attempt it
+cost counted; the max-attempts check happens at the next FAIL) and job events. Queue pause and limits are
+the claim statement's (see ``statements.CLAIM``).
 """
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ class HotPath:
         self._acks: Collector[SettleRequest, Any] = Collector(self._flush_acks)
         self._fails: Collector[SettleRequest, Any] = Collector(self._flush_fails)
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
+        # Queues last seen with a concurrency or rate limit: claimed under the queue's lock.
+        self.limited_queues: set[str] = set()
 
     @classmethod
     async def open(cls, config: PostgresConfig, heartbeat_ms: int | None = None) -> HotPath:
@@ -178,11 +181,7 @@ class HotPath:
         for count, owner, ttl in requests:
             owners.extend([owner] * count)
             ttls.extend([ttl] * count)
-        rows = await self.pool.fetch(
-            statements.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls
-        )
-        # Slots run 1..len(rows) with no gap: the k-th best job took slot k.
-        rows.sort(key=lambda row: row[0])
+        rows = await self._claim_rows(queue, owners, ttls)
         out: list[Claimed] = []
         at = 0
         for count, _owner, _ttl in requests:
@@ -190,6 +189,28 @@ class HotPath:
             at += count
             out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
         return out
+
+    async def _claim_rows(self, queue: str, owners: list[str | None], ttls: list[int]) -> list[asyncpg.Record]:
+        """The claim statement's rows by slot (1..n, no gap: the k-th best job took slot k). A queue with
+        limits is claimed under its lock (``statements.QUEUE_LOCK``); the statement's slot-0 row says the
+        queue's limits came or went since this broker last claimed it, and the claim is made the other way."""
+        limited = queue in self.limited_queues
+        while True:
+            args = (self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls, limited)
+            if limited:
+                async with self.pool.acquire() as conn, conn.transaction():
+                    await conn.execute(statements.QUEUE_LOCK, self.namespace, queue)
+                    rows = await conn.fetch(statements.CLAIM, *args)
+            else:
+                rows = await self.pool.fetch(statements.CLAIM, *args)
+            rows.sort(key=lambda row: row[0])
+            if not rows or rows[0][0] != 0:
+                return rows
+            if limited:
+                self.limited_queues.discard(queue)
+                return rows[1:]
+            self.limited_queues.add(queue)
+            limited = True
 
     # -- ack, fail -----------------------------------------------------------------------------------------
 

@@ -89,6 +89,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # Leases lapsing: every expired one comes back in one statement.
         f"""CREATE INDEX bunqueue_jobs_leases ON bunqueue_jobs (namespace, lease_expires_at)
             WHERE state = {states.ACTIVE}""",
+        # Queue concurrency counts the queue's running jobs.
+        f"""CREATE INDEX bunqueue_jobs_active ON bunqueue_jobs (namespace, queue)
+            WHERE state = {states.ACTIVE}""",
         # Group concurrency counts the group's running jobs.
         f"""CREATE INDEX bunqueue_jobs_group_active ON bunqueue_jobs (namespace, queue, group_id)
             WHERE state = {states.ACTIVE} AND group_id IS NOT NULL""",
@@ -138,17 +141,20 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             expires_at bigint,
             PRIMARY KEY (namespace, queue, key)
         )""",
-        # A queue's controls: pause, global concurrency and rate limit (with the current window, shared by
-        # every broker), and the rest of its settings (DLQ, stall config) as MessagePack.
+        # A queue's controls: pause, global concurrency and rate limit, and the rest of its settings (DLQ,
+        # stall config) as MessagePack. Limits are kept as given (fractional, 0 or negative too), as in memory.
+        # The rate limit is the memory engine's token bucket, shared by every broker: rate_tokens as of
+        # rate_refilled_at (database clock), refilled at rate_max per rate_duration ms (NULL: the default).
         """CREATE TABLE bunqueue_queues (
             namespace text NOT NULL,
             queue text NOT NULL,
             paused boolean NOT NULL DEFAULT false,
-            concurrency integer,
-            rate_max integer,
-            rate_window_ms integer,
-            rate_window_start bigint,
-            rate_window_count integer NOT NULL DEFAULT 0,
+            concurrency double precision,
+            rate_max double precision,
+            rate_duration double precision,
+            rate_expires_at double precision,
+            rate_tokens double precision NOT NULL DEFAULT 0,
+            rate_refilled_at double precision NOT NULL DEFAULT 0,
             completed_total bigint NOT NULL DEFAULT 0,
             failed_total bigint NOT NULL DEFAULT 0,
             settings bytea,

@@ -5,6 +5,7 @@ it touched, from inside the statement, so the notification leaves with the commi
 """
 from __future__ import annotations
 
+from bunqueue.broker.components.queuelimits import DEFAULT_RATE_DURATION
 from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY
 from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES
 from bunqueue.storage.postgres.sessions import NOW_MS
@@ -62,13 +63,66 @@ WHERE namespace = $1 AND state IN ({_LIVE})
 
 _CLAIM_ORDER = "priority DESC, lifo_rank, run_at, seq"
 
+# The queue's lock, taken before a claim of a queue with limits ($7 of CLAIM true), in the claim's
+# transaction: claims of a limited queue run one at a time across brokers, and each claim statement's
+# snapshot, taken after the lock, sees every lease granted before it.
+QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(json_build_array($1::text, $2::text)::text, 0))"
+
+# Queue controls, read by the claim from the queue's row (no row: no controls). A paused queue gives
+# nothing. A queue with a concurrency or rate limit gives jobs only when the claim holds its lock ($7):
+# then ``room.n`` is what the limits leave, concurrency first and then the rate, as in memory. The rate
+# limit is the memory engine's token bucket (``QueueLimits``): refilled to now, spent by ``spent`` below
+# (which also clears a limit whose ttl ran out). ``limited`` differing from $7 tells the caller to claim
+# the other way next time (the unlocked claim of a limited queue took nothing).
+_ROOM = f"""
+controls AS (
+    SELECT q.paused, q.concurrency, q.rate_max, q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL AS limited,
+           q.rate_max IS NOT NULL AND q.rate_expires_at IS NOT NULL AND clock.now >= q.rate_expires_at
+               AS rate_expired,
+           CASE WHEN q.rate_max / coalesce(q.rate_duration, {DEFAULT_RATE_DURATION}) > 0
+                THEN least(q.rate_max, q.rate_tokens + (clock.now - q.rate_refilled_at)
+                                       * (q.rate_max / coalesce(q.rate_duration, {DEFAULT_RATE_DURATION})))
+                ELSE q.rate_tokens END AS tokens
+    FROM bunqueue_queues q, clock WHERE q.namespace = $1 AND q.queue = $2
+),
+room AS (
+    SELECT coalesce(c.limited, false) AS limited, c.rate_expired, c.tokens,
+           CASE WHEN c.paused THEN 0
+                WHEN NOT coalesce(c.limited, false) THEN cardinality($5::text[])
+                WHEN NOT $7 THEN 0
+                ELSE least(
+                    cardinality($5::text[]),
+                    CASE WHEN c.concurrency IS NULL THEN NULL
+                         ELSE greatest(ceil(c.concurrency - (
+                             SELECT count(*) FROM bunqueue_jobs
+                             WHERE namespace = $1 AND queue = $2 AND state = {ACTIVE})), 0) END,
+                    CASE WHEN c.rate_max IS NULL OR c.rate_expired THEN NULL
+                         WHEN c.tokens >= 1 THEN floor(c.tokens) ELSE 0 END
+                ) END::bigint AS n
+    FROM (VALUES (1)) one LEFT JOIN controls c ON true
+)"""
+
+_SPENT = """
+spent AS (
+    UPDATE bunqueue_queues q
+    SET rate_tokens = CASE WHEN room.rate_expired THEN 0 ELSE room.tokens - (SELECT count(*) FROM claimed) END,
+        rate_refilled_at = clock.now,
+        rate_max = CASE WHEN room.rate_expired THEN NULL ELSE q.rate_max END,
+        rate_duration = CASE WHEN room.rate_expired THEN NULL ELSE q.rate_duration END,
+        rate_expires_at = CASE WHEN room.rate_expired THEN NULL ELSE q.rate_expires_at END
+    FROM room, clock
+    WHERE $7 AND q.namespace = $1 AND q.queue = $2 AND q.rate_max IS NOT NULL
+)"""
+
 # Up to cardinality($5) ready jobs of one queue, best first, for several pulls at once: slot k of the
 # arrays ($5 owners, $6 lock ttls) is the k-th best job, so the caller hands each pull its run of slots.
 # The session row is checked in the same statement ($3 broker id, $4 fencing token): a broker whose session
 # lapsed claims nothing. SKIP LOCKED lets brokers claim one queue side by side; a row another claim took
-# meanwhile fails the re-checked state and is skipped too.
+# meanwhile fails the re-checked state and is skipped too. The queue's controls (``_ROOM``, ``_SPENT``)
+# bound the LIMIT; a row with slot 0 says the queue's limits came or went (see ``_ROOM``).
 CLAIM = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
+{_ROOM},
 picked AS (
     SELECT id, row_number() OVER (ORDER BY {_CLAIM_ORDER}) AS slot FROM (
         SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
@@ -76,18 +130,24 @@ picked AS (
           AND EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
                       WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)
         ORDER BY {_CLAIM_ORDER}
-        LIMIT cardinality($5::text[])
+        LIMIT (SELECT n FROM room)
         FOR UPDATE SKIP LOCKED
     ) best
 ),
-slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot))
-UPDATE bunqueue_jobs j
-SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
-    lease_token = gen_random_uuid()::text, lease_broker = $3, lease_session = $4,
-    lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
-FROM picked JOIN slots USING (slot), clock
-WHERE j.namespace = $1 AND j.id = picked.id
-RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo, j.run_at
+slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot)),
+claimed AS (
+    UPDATE bunqueue_jobs j
+    SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
+        lease_token = gen_random_uuid()::text, lease_broker = $3, lease_session = $4,
+        lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
+    FROM picked JOIN slots USING (slot), clock
+    WHERE j.namespace = $1 AND j.id = picked.id
+    RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo,
+        j.run_at
+),
+{_SPENT}
+SELECT * FROM claimed
+UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM room WHERE room.limited <> $7
 """
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.postgres import PostgresServer
 from bunqueue._testbase.server import ServerProcess
 from bunqueue._testbase.twins import Twins
@@ -32,3 +33,16 @@ def twins(server: ServerProcess, pg_server: ServerProcess) -> Iterator[Twins]:
     pair = Twins(server, pg_server)
     yield pair
     pair.close()
+
+
+@pytest.fixture
+def brokers(postgres: PostgresServer) -> Iterator[tuple[RawClient, RawClient]]:
+    """A client on each of two PostgreSQL-mode brokers sharing a namespace of their own."""
+    namespace = f"pair-{uuid.uuid4().hex[:12]}"
+    first, second = postgres_broker(postgres, namespace), postgres_broker(postgres, namespace)
+    a, b = RawClient(first.addr), RawClient(second.addr)
+    yield a, b
+    a.close()
+    b.close()
+    first.stop()
+    second.stop()
