@@ -15,12 +15,16 @@ from typing import Any
 
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components.eventhub import EventHub
+from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.cron import CRON_SWEEP_S, CronFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
+from bunqueue.storage.postgres.ops.webhooks import WEBHOOK_REFRESH_S, WebhooksFamily
+from bunqueue.storage.postgres.ops.workers import WORKER_SWEEP_S, WorkersFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
 
@@ -32,7 +36,13 @@ LEASE_SWEEP_S = 0.5
 TOTALS_REFRESH_S = 1.0
 
 
-class PostgresEngine(PostgresJobs, LocalFamily):
+class PostgresEngine(
+    PostgresJobs,
+    CronFamily,
+    LocalFamily,
+    WebhooksFamily,
+    WorkersFamily,
+):
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,
@@ -46,6 +56,9 @@ class PostgresEngine(PostgresJobs, LocalFamily):
         self.counters = Counters()
         self.last_totals = Totals()
         self.timers: list[asyncio.Task[None]] = []
+        self.open_webhooks(settings)
+        self.worker_sessions = set()
+        self.worker_drops = set()
 
     @classmethod
     async def open(cls, settings: Settings) -> PostgresEngine:
@@ -57,6 +70,9 @@ class PostgresEngine(PostgresJobs, LocalFamily):
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
+        self.every("crons", CRON_SWEEP_S, self.fire_due_crons)
+        self.every("webhooks", WEBHOOK_REFRESH_S, self.refresh_webhooks)
+        self.every("worker expiry", WORKER_SWEEP_S, self.remove_silent_workers)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and
@@ -71,9 +87,14 @@ class PostgresEngine(PostgresJobs, LocalFamily):
 
         self.timers.append(asyncio.create_task(loop(), name=f"bunqueue-{name}"))
 
+    def release_session(self, session: Session) -> int:
+        self.drop_session_workers(session)
+        return LocalFamily.release_session(self, session)
+
     async def close(self) -> None:
         for task in self.timers:
             task.cancel()
         await asyncio.gather(*self.timers, return_exceptions=True)
         self.timers.clear()
+        await self.close_webhooks()
         await self.hot.close()
