@@ -97,4 +97,5 @@ class PostgresEngine(
         await asyncio.gather(*self.timers, return_exceptions=True)
         self.timers.clear()
         await self.close_webhooks()
+        await self.close_workers()
         await self.hot.close()

@@ -7,9 +7,10 @@ A request is checked by the memory engine's own ``parse_definition`` and the cro
 Firing has no leader: every broker looks for due crons on a timer (due by the database's clock). For each,
 it moves ``next_run_at`` from the value it read, in a transaction that also pushes the job; of two brokers
 that read the same run, the second's UPDATE finds ``next_run_at`` moved and changes nothing, so each run
-fires once. As in memory, runs missed while nothing could fire them are collapsed into one, a cron at its
-``maxLimit`` is removed when its next run comes, and a calendar schedule with no run left is removed after
-its last.
+fires once. As in memory, runs missed while nothing could fire them are collapsed into one (and skipped,
+unless the cron says ``skipMissedOnRestart: false``, when no broker of the namespace was up at their time),
+a cron at its ``maxLimit`` is removed when its next run comes, and a calendar schedule with no run left is
+removed after its last.
 """
 from __future__ import annotations
 
@@ -48,9 +49,14 @@ RETURNING executions, xmax <> 0 AS replaced
 _REMOVE = "DELETE FROM bunqueue_crons WHERE namespace = $1 AND name = $2 RETURNING name"
 _GET = "SELECT next_run_at, executions, record FROM bunqueue_crons WHERE namespace = $1 AND name = $2"
 _LIST = "SELECT next_run_at, executions, record FROM bunqueue_crons WHERE namespace = $1 ORDER BY created_seq"
+# Due crons, with since when brokers of the namespace have been running without a break (the oldest live
+# session's start): a run due before that was missed while no broker was up, as memory's runs missed across
+# a restart.
 _DUE = f"""
-SELECT next_run_at, executions, record, {NOW_MS} AS now FROM bunqueue_crons
-WHERE namespace = $1 AND next_run_at <= {NOW_MS} ORDER BY next_run_at
+SELECT next_run_at, executions, record, {NOW_MS} AS now,
+       (SELECT min(started_at) FROM bunqueue_broker_sessions WHERE namespace = $1 AND expires_at > {NOW_MS})
+           AS up_since
+FROM bunqueue_crons WHERE namespace = $1 AND next_run_at <= {NOW_MS} ORDER BY next_run_at
 """
 # The fence: only the broker that still finds the run it read moves it.
 _ADVANCE = """
@@ -115,7 +121,20 @@ class CronFamily(Family):
             except CommandError as exc:
                 log.error("stored cron cannot be scheduled: %s", exc.message)
                 continue
-            await self._fire(cron, row["next_run_at"], float(row["now"]))
+            now = float(row["now"])
+            missed = row["up_since"] is not None and row["next_run_at"] < row["up_since"]
+            if missed and (cron.skip_missed_on_restart or cron.skip_if_no_worker):
+                await self._skip_missed(cron, row["next_run_at"], now)
+            else:
+                await self._fire(cron, row["next_run_at"], now)
+
+    async def _skip_missed(self, cron: Cron, scheduled: int, now: float) -> None:
+        """A run missed while no broker was up is not fired: the cron moves to its next run, uncounted."""
+        following = cron.first_run(now)
+        if following is None:
+            await self.pool.execute(_RETIRE, self.namespace, cron.name, scheduled)
+        else:
+            await self.pool.execute(_ADVANCE, self.namespace, cron.name, scheduled, int(following), 0)
 
     async def _fire(self, cron: Cron, scheduled: int, now: float) -> None:
         if cron.at_limit():

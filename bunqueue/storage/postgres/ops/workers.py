@@ -196,6 +196,10 @@ class WorkersFamily(Family):
         self.worker_drops.add(task)
         task.add_done_callback(self.worker_drops.discard)
 
+    async def close_workers(self) -> None:
+        """Let the drops of connections closed at shutdown finish, so their workers go with them."""
+        await asyncio.gather(*self.worker_drops, return_exceptions=True)
+
     async def _drop_session_workers(self, session_key: int, client_id: str) -> None:
         rows = await self.pool.fetch(_DROP_SESSION, self.namespace, self.config.broker_id, session_key)
         if self.events.notices:

@@ -158,3 +158,29 @@ async def test_two_brokers_fire_each_run_of_a_cron_once(postgres: PostgresServer
     # Runs at 0, 1, 2 and 3 s: one job each, never two for one run.
     assert row["jobs"] == row["executions"]
     assert 3 <= row["executions"] <= int(elapsed) + 1, (row, elapsed)
+
+
+async def test_a_run_missed_while_no_broker_was_up_is_skipped_unless_the_cron_says_otherwise(
+    postgres: PostgresServer,
+) -> None:
+    namespace = f"cron-{uuid.uuid4().hex[:12]}"
+    first = postgres_broker(postgres, namespace)
+    client = RawClient(first.addr)
+    for name, catch_up in (("skips", True), ("catches-up", False)):
+        client.ok({"cmd": "Cron", "name": name, "queue": name, "repeatEvery": 2500, "preventOverlap": False,
+                   "skipMissedOnRestart": catch_up})
+    created = time.monotonic()
+    client.close()
+    first.stop()
+    await asyncio.sleep(max(0.0, created + 3.0 - time.monotonic()))
+    second = postgres_broker(postgres, namespace)
+    client = RawClient(second.addr)
+    try:
+        client.poll({"cmd": "CronGet", "name": "catches-up"}, lambda r: r["cron"]["executions"] == 1)
+        skipped = client.poll({"cmd": "CronGet", "name": "skips"},
+                              lambda r: r["cron"]["nextRun"] > time.time() * 1000)["cron"]
+        assert skipped["executions"] == 0
+        assert [len(await _jobs(postgres, namespace, name)) for name in ("skips", "catches-up")] == [0, 1]
+    finally:
+        client.close()
+        second.stop()
