@@ -31,6 +31,7 @@ from bunqueue.storage.postgres.jobfamily import admitted
 from bunqueue.storage.postgres.jobrows import PushColumns
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.ops.workers import SERVES
+from bunqueue.storage.postgres.pgtext import to_text
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.schema import pack, unpack
 
@@ -86,7 +87,7 @@ class CronFamily(Family):
         assert following is not None  # parse_definition checked that a future run exists
         first = now if options.flag(definition, "immediately") else following
         row = await self.pool.fetchrow(
-            _UPSERT, self.namespace, cron.name, int(first), int(following), pack(cron.record()))
+            _UPSERT, self.namespace, to_text(cron.name), int(first), int(following), pack(cron.record()))
         assert row is not None
         cron.executions = row["executions"]
         cron.next_run = following if row["replaced"] else first
@@ -96,7 +97,7 @@ class CronFamily(Family):
         return cron.view()
 
     async def remove_cron(self, name: Any) -> bool:
-        if type(name) is not str or await self.pool.fetchval(_REMOVE, self.namespace, name) is None:
+        if type(name) is not str or await self.pool.fetchval(_REMOVE, self.namespace, to_text(name)) is None:
             return False
         if self.events.notices:
             self.events.notify(eventnames.CRON_DELETED, {"name": name})
@@ -106,7 +107,7 @@ class CronFamily(Family):
         return [_cron_of(row).view() for row in await self.pool.fetch(_LIST, self.namespace)]
 
     async def cron_view(self, name: Any) -> dict[str, Any]:
-        row = await self.pool.fetchrow(_GET, self.namespace, name) if type(name) is str else None
+        row = await self.pool.fetchrow(_GET, self.namespace, to_text(name)) if type(name) is str else None
         if row is None:
             raise CommandError(errors.CRON_NOT_FOUND)
         return _cron_of(row).view()
@@ -130,19 +131,16 @@ class CronFamily(Family):
 
     async def _skip_missed(self, cron: Cron, scheduled: int, now: float) -> None:
         """A run missed while no broker was up is not fired: the cron moves to its next run, uncounted."""
-        following = cron.first_run(now)
-        if following is None:
-            await self.pool.execute(_RETIRE, self.namespace, cron.name, scheduled)
-        else:
-            await self.pool.execute(_ADVANCE, self.namespace, cron.name, scheduled, int(following), 0)
+        async with self.pool.acquire() as conn:
+            await self._move(conn, cron, scheduled, cron.first_run(now), False)
 
     async def _fire(self, cron: Cron, scheduled: int, now: float) -> None:
         if cron.at_limit():
-            await self.pool.execute(_RETIRE, self.namespace, cron.name, scheduled)
+            async with self.pool.acquire() as conn:
+                await self._move(conn, cron, scheduled, None, False)
             return
         skip = cron.skip_if_no_worker and not await self.pool.fetchval(
-            SERVES, self.namespace, cron.queue, self.settings.worker_timeout_ms)
-        following = cron.following(scheduled, now)
+            SERVES, self.namespace, to_text(cron.queue), self.settings.worker_timeout_ms)
         job: Job | None = None
         refusal: CommandError | None = None
         if not skip:
@@ -154,12 +152,7 @@ class CronFamily(Family):
             except CommandError as exc:
                 refusal = exc
         async with self.pool.acquire() as conn, conn.transaction():
-            if following is None:
-                won = await conn.fetchval(_RETIRE, self.namespace, cron.name, scheduled) is not None
-            else:
-                won = await conn.fetchval(
-                    _ADVANCE, self.namespace, cron.name, scheduled, int(following), 0 if skip else 1) is not None
-            if not won:
+            if not await self._move(conn, cron, scheduled, cron.following(scheduled, now), not skip):
                 return
             if job is not None:
                 columns = PushColumns()
@@ -168,6 +161,17 @@ class CronFamily(Family):
         if job is not None:
             self.hot.wakeups.wake(cron.queue)
         self._tell_fired(cron, skip, refusal)
+
+    async def _move(
+        self, conn: asyncpg.Connection, cron: Cron, scheduled: int, following: float | None, counted: bool
+    ) -> bool:
+        """Move the cron from the run at ``scheduled`` to ``following`` (none left: remove it); False when
+        another broker moved it first."""
+        key = to_text(cron.name)
+        if following is None:
+            return await conn.fetchval(_RETIRE, self.namespace, key, scheduled) is not None
+        moved = await conn.fetchval(_ADVANCE, self.namespace, key, scheduled, int(following), int(counted))
+        return moved is not None
 
     def _tell_fired(self, cron: Cron, skipped: bool, refusal: CommandError | None) -> None:
         if refusal is not None:

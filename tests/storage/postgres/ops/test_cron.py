@@ -71,6 +71,16 @@ def test_cron_commands_answer_as_in_memory(twins: Twins) -> None:
     assert twins.same({"cmd": "CronDelete", "name": "five-min"}) == {"ok": True}
 
 
+def test_a_cron_named_with_what_postgresql_text_cannot_hold_answers_as_in_memory(twins: Twins) -> None:
+    for name in ("c\x00", "c\\0"):
+        twins.same({"cmd": "Cron", "name": name, "queue": "cron-nul", "repeatEvery": HOUR_MS})
+    assert [c["name"] for c in twins.same({"cmd": "CronList"})["crons"]] == ["c\x00", "c\\0"]
+    assert twins.same({"cmd": "CronGet", "name": "c\x00"})["cron"]["name"] == "c\x00"
+    for name in ("c\x00", "c\\0"):
+        assert twins.same({"cmd": "CronDelete", "name": name}) == {"ok": True}
+    assert twins.same({"cmd": "CronGet", "name": "c\x00"}) == {"ok": False, "error": errors.CRON_NOT_FOUND}
+
+
 @pytest.mark.parametrize("frame", [
     {"name": "c3", "queue": "cron-v", "data": {}},
     {"name": "c4", "queue": "cron-v", "schedule": "bogus"},

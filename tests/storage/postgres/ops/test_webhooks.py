@@ -81,7 +81,8 @@ def test_webhook_commands_answer_as_in_memory(twins: Twins) -> None:
     assert hooks.same({"cmd": "SetWebhookEnabled", "id": "$h", "enabled": "yes"})["ok"] is False
     assert twins.same({"cmd": "ListWebhooks"})["data"]["stats"] == {"total": 1, "enabled": 0}
     assert hooks.same({"cmd": "RemoveWebhook", "webhookId": "$h"}) == {"ok": True, "data": {"removed": True}}
-    for frame in ({"cmd": "RemoveWebhook", "webhookId": "$h"}, {"cmd": "RemoveWebhook", "webhookId": 7}):
+    for frame in ({"cmd": "RemoveWebhook", "webhookId": "$h"}, {"cmd": "RemoveWebhook", "webhookId": 7},
+                  {"cmd": "RemoveWebhook", "webhookId": "h\x00"}, {"cmd": "SetWebhookEnabled", "id": "h\x00"}):
         assert hooks.same(frame) == {"ok": False, "error": errors.WEBHOOK_NOT_FOUND}
     assert twins.same({"cmd": "ListWebhooks"})["data"]["webhooks"] == []
 

@@ -127,3 +127,18 @@ def test_a_silent_worker_turns_stale_then_is_removed_on_every_broker(
     finally:
         on_a.close()
         on_b.close()
+
+
+def test_strings_postgresql_text_cannot_hold_answer_as_in_memory(twins: Twins) -> None:
+    """NUL (and the backslash that escapes it in the table) in every string a worker carries."""
+    worker_id = "nul\x00\\0id"
+    twins.same({"cmd": "RegisterWorker", "name": "n\x00\\", "queues": ["q\x00", "q\\0"], "hostname": "h\x00",
+                "workerId": worker_id})
+    twins.same({"cmd": "RegisterWorker", "queues": ["x"], "workerId": "nul\\0\\0id"})
+    assert twins.same({"cmd": "Heartbeat", "id": worker_id, "processed": 1})["ok"] is True
+    listing = same_listing(twins)["data"]["workers"]
+    assert [(w["id"], w.get("name"), w["queues"], w["hostname"]) for w in listing] == [
+        (worker_id, "n\x00\\", ["q\x00", "q\\0"], "h\x00"), ("nul\\0\\0id", None, ["x"], "unknown")]
+    for known in (worker_id, "nul\\0\\0id"):
+        assert twins.same({"cmd": "UnregisterWorker", "workerId": known})["ok"] is True
+    assert twins.same({"cmd": "Heartbeat", "id": "\x00"}) == {"ok": False, "error": errors.WORKER_NOT_FOUND}
