@@ -10,6 +10,7 @@ active jobs is the sum over the registered workers, which is what memory's runni
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import asyncpg
@@ -50,6 +51,19 @@ RETURNING {_COLUMNS}
 
 _UNREGISTER = "DELETE FROM bunqueue_workers WHERE namespace = $1 AND worker_id = $2 RETURNING worker_id"
 
+
+
+def _float_sum(left: str, right: str) -> str:
+    """``left + right`` of two double precision values as IEEE 754 (and Python) adds them: a sum past the
+    range is an infinity, where PostgreSQL's float8 arithmetic raises an error."""
+    big = repr(sys.float_info.max)
+    return (
+        f"(SELECT CASE WHEN s = 'NaN' THEN 'NaN'::float8 WHEN s > {big} THEN 'Infinity'::float8"
+        f" WHEN s < -{big} THEN '-Infinity'::float8 ELSE s::float8 END"
+        f" FROM (SELECT ({left})::numeric + ({right})::numeric AS s) AS exact)"
+    )
+
+
 # A counter a heartbeat reports replaces the worker's; the namespace's total moves by the difference.
 _HEARTBEAT = f"""
 WITH old AS (
@@ -61,9 +75,11 @@ WITH old AS (
     RETURNING w.worker_id
 ), totals AS (
     INSERT INTO bunqueue_worker_totals AS t (namespace, processed, failed)
-    SELECT $1, coalesce($4::float8 - old.processed, 0), coalesce($5::float8 - old.failed, 0) FROM old
-    ON CONFLICT (namespace) DO UPDATE
-        SET processed = t.processed + excluded.processed, failed = t.failed + excluded.failed
+    SELECT $1, coalesce({_float_sum("$4::float8", "-old.processed")}, 0),
+           coalesce({_float_sum("$5::float8", "-old.failed")}, 0)
+    FROM old
+    ON CONFLICT (namespace) DO UPDATE SET processed = {_float_sum("t.processed", "excluded.processed")},
+                                          failed = {_float_sum("t.failed", "excluded.failed")}
 )
 SELECT count(*) FROM beat
 """

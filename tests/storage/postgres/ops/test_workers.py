@@ -142,3 +142,26 @@ def test_strings_postgresql_text_cannot_hold_answer_as_in_memory(twins: Twins) -
     for known in (worker_id, "nul\\0\\0id"):
         assert twins.same({"cmd": "UnregisterWorker", "workerId": known})["ok"] is True
     assert twins.same({"cmd": "Heartbeat", "id": "\x00"}) == {"ok": False, "error": errors.WORKER_NOT_FOUND}
+
+
+def test_counters_past_double_precision_add_up_as_in_memory(twins: Twins) -> None:
+    """Totals that overflow become infinities (and then NaN) as Python's floats do, instead of an error."""
+    _no_workers(twins.memory)
+    _no_workers(twins.postgres)
+    twins.same({"cmd": "RegisterWorker", "queues": [], "workerId": "huge-1", "concurrency": 1e308, "pid": -1e308,
+                "startedAt": -1e308})
+    twins.same({"cmd": "RegisterWorker", "queues": [], "workerId": "huge-2"})
+    for frame in (
+        {"cmd": "Heartbeat", "id": "huge-1", "processed": 1e308, "failed": -1e308, "activeJobs": 1e308},
+        {"cmd": "Heartbeat", "id": "huge-2", "processed": 1e308, "failed": 5, "activeJobs": 1e308},
+    ):
+        twins.same(frame)
+    memory, postgres = twins.both({"cmd": "ListWorkers"})
+    assert postgres["data"]["stats"]["totalProcessed"] == memory["data"]["stats"]["totalProcessed"] == float("inf")
+    twins.same({"cmd": "Heartbeat", "id": "huge-1", "processed": -1e308})
+    memory, postgres = twins.both({"cmd": "ListWorkers"})
+    stats = [reply["data"]["stats"] for reply in (memory, postgres)]
+    assert [str(s["totalProcessed"]) for s in stats] == ["nan", "nan"]
+    assert [(s["totalFailed"], s["activeJobs"]) for s in stats] == [(-1e308 + 5, float("inf"))] * 2
+    for worker_id in ("huge-1", "huge-2"):
+        twins.same({"cmd": "UnregisterWorker", "workerId": worker_id})
