@@ -41,9 +41,9 @@ log = logging.getLogger("bunqueue.cron")
 CRON_SWEEP_S = 0.1
 
 # A new cron starts at $3 (its first run, or now when asked to run immediately); a replaced one keeps its
-# executions and its place in the listing and starts at $4.
+# executions and its place in the listing and starts at $4. A row the ON CONFLICT branch wrote has xmax set.
 _UPSERT = """
-INSERT INTO bunqueue_crons AS c (namespace, name, next_run_at, record) VALUES ($1, $2, $3, $5)
+INSERT INTO bunqueue_crons (namespace, name, next_run_at, record) VALUES ($1, $2, $3, $5)
 ON CONFLICT (namespace, name) DO UPDATE SET next_run_at = $4, record = excluded.record
 RETURNING executions, xmax <> 0 AS replaced
 """
