@@ -142,6 +142,18 @@ class Cron:
         return opts
 
 
+def announcement(cron: Cron) -> dict[str, Any]:
+    """What cron:created and cron:updated tell of a cron."""
+    data: dict[str, Any] = {"name": cron.name, "queue": cron.queue}
+    # A field the cron has not is left out, as JSON leaves out the original's undefined.
+    if cron.schedule is not None:
+        data["pattern"] = cron.schedule
+    if cron.repeat_every is not None:
+        data["every"] = cron.repeat_every
+    data["nextRun"] = cron.next_run
+    return data
+
+
 def is_spawned(job: Any) -> bool:
     """A job a cron pushed under its default key: dropped, not requeued, when its attempt is lost."""
     key = job.unique_key
@@ -268,14 +280,7 @@ class CronRegistry:
         return cron
 
     def _announce(self, name: str, cron: Cron) -> None:
-        data: dict[str, Any] = {"name": cron.name, "queue": cron.queue}
-        # A field the cron has not is left out, as JSON leaves out the original's undefined.
-        if cron.schedule is not None:
-            data["pattern"] = cron.schedule
-        if cron.repeat_every is not None:
-            data["every"] = cron.repeat_every
-        data["nextRun"] = cron.next_run
-        self.events.notify(name, data)
+        self.events.notify(name, announcement(cron))
 
     def remove(self, name: Any) -> bool:
         cron = self.crons.pop(name, None) if type(name) is str else None

@@ -78,7 +78,12 @@ Crons and the rest
     A cron fires once across brokers: the broker that moves ``next_run_at`` from the value it read
     (``UPDATE bunqueue_crons SET next_run_at = $new, executions = executions + 1 WHERE ... AND next_run_at =
     $old``) pushes the job, in the same transaction. Times are judged by the database's clock (``NOW_MS``
-    in ``sessions``) wherever two brokers must agree.
+    in ``sessions``) wherever two brokers must agree. A run due before the oldest live broker session
+    started was missed while no broker was up: it is skipped or fired once, as memory treats runs missed
+    across a restart. Webhook commands read and write ``bunqueue_webhooks``; each broker delivers from a
+    cache of it (``ops/webhooks``), refreshed on a timer, and the job events call its delivery hook on the
+    committing broker only. A worker row belongs to the (broker, connection) that registered it and goes
+    when that connection closes; stale and removal are judged by the database's clock.
 
 How the command layer awaits the hot path
     ``Engine``'s methods return their answer; the PostgreSQL hot path can only return it after a round

@@ -15,12 +15,14 @@ from typing import Any
 
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components.eventhub import EventHub
+from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
 from bunqueue.storage.postgres.ops.cleanup import CleanupFamily
+from bunqueue.storage.postgres.ops.cron import CRON_SWEEP_S, CronFamily
 from bunqueue.storage.postgres.ops.dedup import DedupFamily
 from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
 from bunqueue.storage.postgres.ops.limits import LimitsFamily
@@ -30,6 +32,8 @@ from bunqueue.storage.postgres.ops.locks import LocksFamily
 from bunqueue.storage.postgres.ops.logs import LogsFamily
 from bunqueue.storage.postgres.ops.queries import QueriesFamily
 from bunqueue.storage.postgres.ops.queuecontrol import QueueControlFamily
+from bunqueue.storage.postgres.ops.webhooks import WEBHOOK_REFRESH_S, WebhooksFamily
+from bunqueue.storage.postgres.ops.workers import WORKER_SWEEP_S, WorkersFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
 
@@ -46,6 +50,7 @@ TOTALS_REFRESH_S = 1.0
 class PostgresEngine(
     PostgresJobs,
     CleanupFamily,
+    CronFamily,
     DedupFamily,
     JobControlFamily,
     LimitsFamily,
@@ -55,6 +60,8 @@ class PostgresEngine(
     LogsFamily,
     QueriesFamily,
     QueueControlFamily,
+    WebhooksFamily,
+    WorkersFamily,
 ):
     awaits_jobs = True
 
@@ -69,6 +76,9 @@ class PostgresEngine(
         self.counters = Counters()
         self.last_totals = Totals()
         self.timers: list[asyncio.Task[None]] = []
+        self.open_webhooks(settings)
+        self.worker_sessions = set()
+        self.worker_drops = set()
 
     @classmethod
     async def open(cls, settings: Settings) -> PostgresEngine:
@@ -81,6 +91,9 @@ class PostgresEngine(
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("delayed promotion", DUE_SWEEP_S, self.promote_delayed)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
+        self.every("crons", CRON_SWEEP_S, self.fire_due_crons)
+        self.every("webhooks", WEBHOOK_REFRESH_S, self.refresh_webhooks)
+        self.every("worker expiry", WORKER_SWEEP_S, self.remove_silent_workers)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and
@@ -95,10 +108,16 @@ class PostgresEngine(
 
         self.timers.append(asyncio.create_task(loop(), name=f"bunqueue-{name}"))
 
+    def release_session(self, session: Session) -> int:
+        self.drop_session_workers(session)
+        return LocalFamily.release_session(self, session)
+
     async def close(self) -> None:
         for task in self.timers:
             task.cancel()
         await asyncio.gather(*self.timers, return_exceptions=True)
         self.timers.clear()
         await self.close_locks()
+        await self.close_webhooks()
+        await self.close_workers()
         await self.hot.close()

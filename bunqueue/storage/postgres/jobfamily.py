@@ -40,14 +40,14 @@ class PostgresJobs:
         job = self.factory.build(opts, queue, now, False)
         if check_size and job.data is not NO_DATA and data_too_large(job.data):
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
-        return await self.hot.push(_admitted(job, now))
+        return await self.hot.push(admitted(job, now))
 
     async def push_many_async(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
         if type(items) is not list:
             raise CommandError(errors.must_be_array("jobs"))
         now = self.clock()
         jobs: list[Job] = build_batch(self.factory, items, queue, now, check_size)
-        return await self.hot.push_many([_admitted(job, now) for job in jobs]) if jobs else []
+        return await self.hot.push_many([admitted(job, now) for job in jobs]) if jobs else []
 
     async def pull_async(
         self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float
@@ -87,7 +87,7 @@ class PostgresJobs:
         return {"ok": True}
 
 
-def _admitted(job: Job, now: float) -> Job:
+def admitted(job: Job, now: float) -> Job:
     """``job`` with the first timeline entry the memory engine gives a job it admits."""
     if job.run_at > now:
         initial = states.DELAYED_NAME

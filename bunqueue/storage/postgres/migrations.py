@@ -183,20 +183,41 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (namespace, name)
         )""",
         "CREATE INDEX bunqueue_crons_due ON bunqueue_crons (namespace, next_run_at)",
+        # `enabled` is a column so that SetWebhookEnabled is one UPDATE; the record holds the rest.
         """CREATE TABLE bunqueue_webhooks (
             namespace text NOT NULL,
             id text NOT NULL,
             created_seq bigint GENERATED ALWAYS AS IDENTITY,
+            enabled boolean NOT NULL DEFAULT true,
             record bytea NOT NULL,
             PRIMARY KEY (namespace, id)
         )""",
+        # A worker belongs to the client connection that registered it (the broker and its session key)
+        # and goes when that connection closes; every field a re-registration or a heartbeat changes is
+        # a column.
         """CREATE TABLE bunqueue_workers (
             namespace text NOT NULL,
             worker_id text NOT NULL,
+            created_seq bigint GENERATED ALWAYS AS IDENTITY,
             broker_id text NOT NULL,
+            session_key bigint NOT NULL,
+            name text,
+            queues text[] NOT NULL,
+            concurrency double precision NOT NULL,
+            hostname text NOT NULL,
+            pid double precision NOT NULL,
+            registered_at double precision NOT NULL,
             last_seen bigint NOT NULL,
-            record bytea NOT NULL,
+            active_jobs double precision NOT NULL DEFAULT 0,
+            processed double precision NOT NULL DEFAULT 0,
+            failed double precision NOT NULL DEFAULT 0,
             PRIMARY KEY (namespace, worker_id)
+        )""",
+        # The namespace's running totals of what heartbeats reported: they outlive the workers that told them.
+        """CREATE TABLE bunqueue_worker_totals (
+            namespace text PRIMARY KEY,
+            processed double precision NOT NULL DEFAULT 0,
+            failed double precision NOT NULL DEFAULT 0
         )""",
     ),
 }
