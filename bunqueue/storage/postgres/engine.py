@@ -28,6 +28,8 @@ log = logging.getLogger("bunqueue")
 
 # How often this broker returns lapsed leases to work (any broker may: the statement takes them all).
 LEASE_SWEEP_S = 0.5
+# How often delayed jobs (retries after their backoff among them) that came due are made ready.
+PROMOTE_S = 0.1
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
 
@@ -56,6 +58,7 @@ class PostgresEngine(PostgresJobs, LocalFamily):
 
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
+        self.every("delayed promotion", PROMOTE_S, self.hot.promote_due)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:

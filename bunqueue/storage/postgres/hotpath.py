@@ -13,7 +13,7 @@ attempt it cost counted; the max-attempts check happens at the next FAIL) and jo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -23,6 +23,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres.attempts import Losses, history_of, queue_limits, running_job
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -33,8 +34,12 @@ from bunqueue.storage.schema import pack
 # (count, owner, lock ttl in ms) of one pull.
 ClaimRequest = tuple[int, "str | None", int]
 Claimed = tuple[list[Job], list[str]]
-# (job id, lease token, the value the statement's last array gets: a packed result, or the fail's finality).
+# (job id, lease token, what the ack or fail carries: (packed result, remove) or (error, stack, final, remove)).
 SettleRequest = tuple[Any, Any, Any]
+# Runs one batch of settle requests (each job named once): the outcome of each job it settled, by id.
+SettleRun = Callable[[asyncpg.Connection, list[SettleRequest]], Awaitable[dict[str, Any]]]
+# How many lapsed leases one sweep takes (the rest wait for the next).
+EXPIRY_BATCH = 5000
 
 
 class PushLost(Exception):
@@ -191,54 +196,92 @@ class HotPath:
             out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
         return out
 
-    # -- ack, fail -----------------------------------------------------------------------------------------
+    # -- ack, fail ---------------------------------------------------------------------------------------------
 
-    async def ack(self, job_id: Any, token: Any, result: Any = None, has_result: bool = False) -> None:
-        """Complete the running attempt ``token`` holds, keeping ``result`` when there is one."""
-        await self._acks.submit((job_id, token, pack(result) if has_result else None))
+    async def ack(
+        self, job_id: Any, token: Any, result: Any = None, has_result: bool = False, remove: bool = False
+    ) -> None:
+        """Complete the running attempt ``token`` holds, keeping ``result`` when there is one; the job is
+        deleted instead when ``remove`` or its removeOnComplete says so."""
+        await self._acks.submit((job_id, token, (pack(result) if has_result else None, remove)))
 
-    async def fail(self, job_id: Any, token: Any, final: bool = False) -> int:
-        """End the running attempt as failed; the job's state after it (READY to retry, or FAILED)."""
-        state: int = await self._fails.submit((job_id, token, final))
+    async def fail(
+        self, job_id: Any, token: Any, final: bool = False, error: Any = None, stack: Any = None,
+        remove: bool = False,
+    ) -> int | None:
+        """End the running attempt as failed: its state after (READY or DELAYED to retry, FAILED in the DLQ),
+        None when it was deleted (removeOnFail, or ``remove``)."""
+        state: int | None = await self._fails.submit((job_id, token, (error, stack, final, remove)))
         return state
 
-    async def _flush_acks(self, requests: list[SettleRequest]) -> list[None | CommandError]:
-        return [row if isinstance(row, CommandError) else None for row in await self._settle(statements.ACK, requests)]
+    async def _flush_acks(self, requests: list[SettleRequest]) -> list[Any]:
+        return await self._settle(self._run_acks, requests)
 
-    async def _flush_fails(self, requests: list[SettleRequest]) -> list[int | CommandError]:
-        out: list[int | CommandError] = []
-        for row in await self._settle(statements.FAIL, requests):
-            if isinstance(row, CommandError):
-                out.append(row)
-                continue
-            _id, _token, state, queue = row
+    async def _flush_fails(self, requests: list[SettleRequest]) -> list[Any]:
+        return await self._settle(self._run_fails, requests)
+
+    async def _run_acks(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
+        rows = await conn.fetch(
+            statements.ACK, self.namespace, [r[0] for r in requests], [r[1] for r in requests],
+            [r[2][0] for r in requests], [r[2][1] for r in requests],
+        )
+        return {row[0]: None for row in rows}
+
+    async def _run_fails(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
+        """Read the running rows, decide each loss as the memory engine does, write them all: one read and one
+        write in one transaction."""
+        details = {job_id: detail for job_id, _token, detail in requests}
+        losses = Losses()
+        async with conn.transaction():
+            rows = await conn.fetch(
+                statements.LOSE_READ, self.namespace, [r[0] for r in requests], [r[1] for r in requests]
+            )
+            for row in rows:
+                error, stack, final, remove = details[row["id"]]
+                dlq_config, _max_stalls = queue_limits(row)
+                losses.failed(
+                    lost_job(row), history_of(row["failures"]), row["now"], error, stack, final, remove, dlq_config
+                )
+            if rows:
+                await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
+        return self._settled(losses)
+
+    def _settled(self, losses: Losses) -> dict[str, int | None]:
+        outcome: dict[str, int | None] = dict.fromkeys(losses.removed)
+        for job_id, queue, state in zip(losses.ids, losses.queues, losses.states):
+            outcome[job_id] = state
             if state == states.READY:
                 self.wakeups.wake(queue)
-            out.append(state)
-        return out
+        return outcome
 
-    async def _settle(self, statement: str, requests: list[SettleRequest]) -> list[Sequence[Any] | CommandError]:
-        """Run an ack or fail statement for every request that can match; the rows it changed, in request
-        order, and for the rest the reason they were refused.
+    async def _settle(self, run: SettleRun, requests: list[SettleRequest]) -> list[Any]:
+        """Run ``run`` (an ack or fail statement) for every request that can match; each request's outcome,
+        in order, or the reason it was refused.
 
-        Two requests for one job in a batch are both sent: the statement changes the row once, for the one
-        whose token matches, and the other is judged afterwards, as if it had come second.
+        Each run names a job once: a second request for the same job is run after the first is settled, and
+        judged as if it had come second. A token that is not a string is sent as one no lease holds.
         """
-        sendable = [request for request in requests if type(request[0]) is str and type(request[1]) is str]
-        outcomes: list[Sequence[Any] | CommandError | None] = []
+        outcomes: list[Any] = [_REFUSED] * len(requests)
+        pending = [i for i, request in enumerate(requests) if type(request[0]) is str]
         async with self.pool.acquire() as conn:
-            rows = await conn.fetch(
-                statement, self.namespace, *(list(column) for column in zip(*sendable))
-            ) if sendable else []
-            done = {(row[0], row[1]): row for row in rows}
-            for job_id, token, _value in requests:
-                outcomes.append(done.pop((job_id, token), None) if type(job_id) is str and type(token) is str else None)
-            named = [request[0] for request, row in zip(requests, outcomes) if row is None and type(request[0]) is str]
-            found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, named)} \
-                if named else {}
+            while pending:
+                batch: list[int] = []
+                later: list[int] = []
+                named: set[str] = set()
+                for i in pending:
+                    (later if requests[i][0] in named else batch).append(i)
+                    named.add(requests[i][0])
+                done = await run(conn, [_sendable(requests[i]) for i in batch])
+                for i in batch:
+                    outcomes[i] = done.get(requests[i][0], _REFUSED)
+                pending = later
+            refused = [request[0] for request, outcome in zip(requests, outcomes)
+                       if outcome is _REFUSED and type(request[0]) is str]
+            found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, refused)} \
+                if refused else {}
         return [
-            row if row is not None else CommandError(_refusal(found.get(job_id), job_id, token))
-            for (job_id, token, _value), row in zip(requests, outcomes)
+            outcome if outcome is not _REFUSED else CommandError(_refusal(found.get(job_id), job_id, token))
+            for (job_id, token, _value), outcome in zip(requests, outcomes)
         ]
 
     async def first_refusal(self, pairs: list[tuple[str, Any]]) -> CommandError | None:
@@ -249,7 +292,9 @@ class HotPath:
         seen: set[str] = set()
         for job_id, token in pairs:
             row = found.get(job_id)
-            if job_id in seen or row is None or row["state"] != states.ACTIVE or row["lease_token"] != token:
+            if job_id in seen or row is None or row["state"] != states.ACTIVE or (
+                row["lease_token"] is not None and row["lease_token"] != token
+            ):
                 return CommandError(_refusal(None if job_id in seen else row, job_id, token))
             seen.add(job_id)
         return None
@@ -257,11 +302,38 @@ class HotPath:
     # -- leases --------------------------------------------------------------------------------------------
 
     async def expire_leases(self) -> list[tuple[str, str]]:
-        """Every lapsed lease of the namespace back to ready: the (job id, queue) pairs it returned."""
-        rows = await self.pool.fetch(statements.EXPIRE_LEASES, self.namespace)
-        for queue in {row["queue"] for row in rows}:
-            self.wakeups.wake(queue)
+        """Every lapsed lease of the namespace loses its attempt (as the memory engine's lease expiry: back to
+        its queue at once, or the DLQ when attempts or the queue's maxStalls run out): the (job id, queue)
+        pairs it took."""
+        losses = Losses()
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(statements.EXPIRE_READ, self.namespace, EXPIRY_BATCH)
+            for row in rows:
+                dlq_config, max_stalls = queue_limits(row)
+                losses.lapsed(lost_job(row), history_of(row["failures"]), row["now"], max_stalls, dlq_config)
+            if rows:
+                await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
+        self._settled(losses)
         return [(row["id"], row["queue"]) for row in rows]
+
+    async def promote_due(self) -> list[str]:
+        """Delayed jobs whose time has come become ready: the queues that gained some."""
+        queues = [row[0] for row in await self.pool.fetch(statements.PROMOTE_DUE, self.namespace)]
+        for queue in queues:
+            self.wakeups.wake(queue)
+        return queues
+
+
+_REFUSED = object()
+
+
+def _sendable(request: SettleRequest) -> SettleRequest:
+    job_id, token, value = request
+    return (job_id, token if token is None or type(token) is str else "", value)
+
+
+def lost_job(row: asyncpg.Record) -> Job:
+    return running_job(row["record"], row["attempts"], row["started_at"], row["stall_count"])
 
 
 def _refusal(row: asyncpg.Record | None, job_id: Any, token: Any) -> str:

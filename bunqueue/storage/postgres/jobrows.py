@@ -16,11 +16,11 @@ from bunqueue.storage.schema import pack, unpack
 # The order of PushColumns.arrays(), which is the order of the INSERT's unnest arguments ($2 onwards).
 PUSH_COLUMN_TYPES = (
     "text[]", "text[]", "float8[]", "bool[]", "bigint[]", "bigint[]", "int[]",
-    "text[]", "text[]", "text[]", "text[]", "bytea[]",
+    "text[]", "text[]", "text[]", "text[]", "bool[]", "bytea[]",
 )
 PUSH_COLUMN_NAMES = (
     "id", "queue", "priority", "lifo", "run_at", "created_at", "max_attempts",
-    "group_id", "unique_key", "custom_id", "parent_id", "record",
+    "group_id", "unique_key", "custom_id", "parent_id", "remove_on_complete", "record",
 )
 
 
@@ -29,7 +29,7 @@ class PushColumns:
 
     __slots__ = (
         "ids", "queues", "priorities", "lifos", "run_ats", "created_ats", "max_attempts",
-        "group_ids", "unique_keys", "custom_ids", "parent_ids", "records",
+        "group_ids", "unique_keys", "custom_ids", "parent_ids", "removes_on_complete", "records",
     )
 
     def __init__(self) -> None:
@@ -44,6 +44,7 @@ class PushColumns:
         self.unique_keys: list[str | None] = []
         self.custom_ids: list[str | None] = []
         self.parent_ids: list[str | None] = []
+        self.removes_on_complete: list[bool] = []
         self.records: list[bytes] = []
 
     def add(self, job: Job) -> None:
@@ -58,13 +59,14 @@ class PushColumns:
         self.unique_keys.append(job.unique_key)
         self.custom_ids.append(job.custom_id)
         self.parent_ids.append(job.parent_id)
+        self.removes_on_complete.append(bool(job.remove_on_complete))
         self.records.append(pack(job.to_record()))
 
     def arrays(self) -> tuple[list[Any], ...]:
         return (
             self.ids, self.queues, self.priorities, self.lifos, self.run_ats, self.created_ats,
             self.max_attempts, self.group_ids, self.unique_keys, self.custom_ids, self.parent_ids,
-            self.records,
+            self.removes_on_complete, self.records,
         )
 
     def __len__(self) -> int:

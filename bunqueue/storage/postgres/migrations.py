@@ -71,6 +71,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             worker_id text,
             last_heartbeat bigint,
             stall_count integer NOT NULL DEFAULT 0,
+            remove_on_complete boolean NOT NULL DEFAULT false,
+            -- The failure history of the attempts so far (MessagePack list; a DLQ entry's attempts).
+            failures bytea,
             record bytea NOT NULL,
             PRIMARY KEY (namespace, id),
             CHECK (state IN ({", ".join(str(code) for code in _STATES)}))
@@ -145,6 +148,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             completed_total bigint NOT NULL DEFAULT 0,
             failed_total bigint NOT NULL DEFAULT 0,
             settings bytea,
+            -- SetDlqConfig's and SetStallConfig's settings (MessagePack), NULL while they are the defaults.
+            dlq_config bytea,
+            stall_config bytea,
             PRIMARY KEY (namespace, queue)
         )""",
         """CREATE TABLE bunqueue_groups (

@@ -185,7 +185,8 @@ async def test_an_ack_or_fail_with_a_stale_or_wrong_token_is_refused(hot: HotPat
 
 
 async def test_a_failed_attempt_is_retried_until_attempts_run_out(hot: HotPath, factory: JobFactory) -> None:
-    job_id = await hot.push(_build(factory, maxAttempts=2))
+    # No backoff: the retry is ready at once.
+    job_id = await hot.push(_build(factory, maxAttempts=2, backoff=0))
     final_id = await hot.push(_build(factory, maxAttempts=5))
     (first, second), (t1, t2) = await hot.claim("q", 2, "w", TTL)
     assert [first.id, second.id] == [job_id, final_id]
