@@ -31,8 +31,9 @@ def running_job(record: bytes, attempts: int, started_at: int | None, stall_coun
     job.attempts = attempts
     job.stall_count = stall_count
     if started_at is not None:
-        job.started_at = started_at
-        job.note({"state": states.ACTIVE_NAME, "timestamp": started_at})
+        # The claim's time, as the memory engine's activation sets both.
+        job.started_at = job.last_heartbeat = float(started_at)
+        job.note({"state": states.ACTIVE_NAME, "timestamp": job.started_at})
     return job
 
 
@@ -75,7 +76,7 @@ class Losses:
         )
 
     def failed(
-        self, job: Job, history: list[dict[str, Any]], now: int, error: Any, stack: Any, final: bool,
+        self, job: Job, history: list[dict[str, Any]], now: float, error: Any, stack: Any, final: bool,
         remove: bool, dlq_config: dict[str, Any],
     ) -> None:
         """A FAIL of the running attempt (``transitions.failures``: ``_failed_attempt``)."""
@@ -97,28 +98,29 @@ class Losses:
             job.note({"state": states.WAITING, "timestamp": now, "attempt": attempts + 1})
             self._requeued(job, history, now + retry_delay(job.backoff, job.backoff_config, attempts), now)
 
-    def lapsed(self, job: Job, history: list[dict[str, Any]], now: int, max_stalls: float,
+    def lapsed(self, job: Job, history: list[dict[str, Any]], now: float, max_stalls: float,
                dlq_config: dict[str, Any]) -> None:
         """A lease that ran out (``_stalled_attempt`` for LEASE_EXPIRED): back at once, or the DLQ when
         attempts or the queue's maxStalls (0: no limit) run out."""
         job.stall_count += 1
         attempts_out = job.attempts >= job.max_attempts
         job.last_heartbeat = now
-        job.started_at = math.nan
         if attempts_out or (max_stalls > 0 and job.stall_count >= max_stalls):
             reason = "max_attempts_exceeded" if attempts_out else "stalled"
+            job.started_at = math.nan
             self._terminal(job, history, reason, stall_error(job, LEASE_EXPIRED, attempts_out), now, False,
                            dlq_config)
         else:
             _record_failure(history, job, "stalled", errors.LOCK_EXPIRED, now)
+            job.started_at = math.nan
             self._requeued(job, history, job.run_at, now)
 
-    def _requeued(self, job: Job, history: list[dict[str, Any]], run_at: float, now: int) -> None:
+    def _requeued(self, job: Job, history: list[dict[str, Any]], run_at: float, now: float) -> None:
         job.run_at = run_at
         job.state = states.DELAYED if run_at > now else states.READY
         self._keep(job, history)
 
-    def _terminal(self, job: Job, history: list[dict[str, Any]], reason: str, error: Any, now: int,
+    def _terminal(self, job: Job, history: list[dict[str, Any]], reason: str, error: Any, now: float,
                   remove: bool, dlq_config: dict[str, Any]) -> None:
         if remove or job.remove_on_fail:
             self.removed.append(job.id)
@@ -127,7 +129,7 @@ class Losses:
         entry = filed_entry(job, reason, error, history, first_generation(dlq_config, now))
         self.dlq_ids.append(job.id)
         self.dlq_queues.append(job.queue)
-        self.dlq_times.append(now)
+        self.dlq_times.append(int(now))
         self.dlq_entries.append(dead_letter_entry(entry))
         self._keep(job, [])
 

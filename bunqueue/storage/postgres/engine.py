@@ -20,7 +20,9 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.dlq import DlqFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
+from bunqueue.storage.postgres.ops.stalls import StallsFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
 
@@ -34,7 +36,7 @@ PROMOTE_S = 0.1
 TOTALS_REFRESH_S = 1.0
 
 
-class PostgresEngine(PostgresJobs, LocalFamily):
+class PostgresEngine(PostgresJobs, DlqFamily, LocalFamily, StallsFamily):
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,

@@ -240,7 +240,8 @@ class HotPath:
                 error, stack, final, remove = details[row["id"]]
                 dlq_config, _max_stalls = queue_limits(row)
                 losses.failed(
-                    lost_job(row), history_of(row["failures"]), row["now"], error, stack, final, remove, dlq_config
+                    lost_job(row), history_of(row["failures"]), float(row["now"]), error, stack, final, remove,
+                    dlq_config,
                 )
             if rows:
                 await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
@@ -310,7 +311,7 @@ class HotPath:
             rows = await conn.fetch(statements.EXPIRE_READ, self.namespace, EXPIRY_BATCH)
             for row in rows:
                 dlq_config, max_stalls = queue_limits(row)
-                losses.lapsed(lost_job(row), history_of(row["failures"]), row["now"], max_stalls, dlq_config)
+                losses.lapsed(lost_job(row), history_of(row["failures"]), float(row["now"]), max_stalls, dlq_config)
             if rows:
                 await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
         self._settled(losses)

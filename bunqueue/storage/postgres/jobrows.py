@@ -82,7 +82,8 @@ def claimed_job(row: Sequence[Any]) -> Job:
     job = Job.from_record(unpack(record))
     job.state = states.ACTIVE
     job.attempts = attempts - 1
-    job.note({"state": states.ACTIVE_NAME, "timestamp": started_at})
+    # Times are wire doubles, as the memory engine's are.
+    job.note({"state": states.ACTIVE_NAME, "timestamp": float(started_at)})
     job.started_at = started_at
     job.last_heartbeat = started_at
     job.seq = seq

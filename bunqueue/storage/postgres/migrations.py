@@ -121,6 +121,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             queue text NOT NULL,
             job_id text NOT NULL,
             added_at bigint NOT NULL,
+            -- Filing order (oldest first), as the memory DLQ lists a queue's entries.
+            seq bigint GENERATED ALWAYS AS IDENTITY,
             entry bytea NOT NULL,
             PRIMARY KEY (namespace, queue, job_id)
         )""",
