@@ -21,19 +21,14 @@ from bunqueue.broker.components.backoff import retry_delay
 from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, Entry, filed_entry, first_generation
 from bunqueue.broker.components.stallconfig import DEFAULT_STALL_CONFIG
 from bunqueue.broker.transitions.failures import LEASE_EXPIRED, cap_stack, stall_error
+from bunqueue.storage.postgres.jobrows import stored_job
 from bunqueue.storage.schema import pack, unpack
 
 
-def running_job(record: bytes, attempts: int, started_at: int | None, stall_count: int) -> Job:
-    """A running row's job as the memory engine holds it: its claim's ``active`` entry noted."""
-    job = Job.from_record(unpack(record))
-    job.state = states.ACTIVE
-    job.attempts = attempts
-    job.stall_count = stall_count
-    if started_at is not None:
-        # The claim's time, as the memory engine's activation sets both.
-        job.started_at = job.last_heartbeat = float(started_at)
-        job.note({"state": states.ACTIVE_NAME, "timestamp": job.started_at})
+def lost_job(row: Mapping[str, Any]) -> Job:
+    """A running row's job as the memory engine holds it once the lost attempt is charged."""
+    job = stored_job(row)
+    job.attempts = row["attempts"]
     return job
 
 
@@ -63,6 +58,7 @@ class Losses:
         self.records: list[bytes] = []
         self.failures: list[bytes] = []
         self.stall_counts: list[int] = []
+        self.heartbeats: list[int | None] = []
         self.dlq_ids: list[str] = []
         self.dlq_queues: list[str] = []
         self.dlq_times: list[int] = []
@@ -73,6 +69,7 @@ class Losses:
         return (
             self.ids, self.states, self.run_ats, self.started_ats, self.records, self.failures,
             self.stall_counts, self.dlq_ids, self.dlq_queues, self.dlq_times, self.dlq_entries, self.removed,
+            self.heartbeats,
         )
 
     def failed(
@@ -142,6 +139,7 @@ class Losses:
         self.records.append(pack(job.to_record()))
         self.failures.append(pack(history))
         self.stall_counts.append(job.stall_count)
+        self.heartbeats.append(None if math.isnan(job.last_heartbeat) else int(job.last_heartbeat))
 
     def __len__(self) -> int:
         return len(self.ids) + len(self.removed)

@@ -23,7 +23,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import statements
-from bunqueue.storage.postgres.attempts import Losses, history_of, queue_limits, running_job
+from bunqueue.storage.postgres.attempts import Losses, history_of, lost_job, queue_limits
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -208,17 +208,17 @@ class HotPath:
     async def fail(
         self, job_id: Any, token: Any, final: bool = False, error: Any = None, stack: Any = None,
         remove: bool = False,
-    ) -> int | None:
+    ) -> Any:
         """End the running attempt as failed: its state after (READY or DELAYED to retry, FAILED in the DLQ),
-        None when it was deleted (removeOnFail, or ``remove``)."""
-        state: int | None = await self._fails.submit((job_id, token, (error, stack, final, remove)))
-        return state
+        None when it was deleted (removeOnFail, or ``remove``), ``LATE`` when a token names an attempt already
+        lost whose job waits in its queue again (the retry counted the failure)."""
+        return await self._fails.submit((job_id, token, (error, stack, final, remove)))
 
     async def _flush_acks(self, requests: list[SettleRequest]) -> list[Any]:
-        return await self._settle(self._run_acks, requests)
+        return await self._settle(self._run_acks, requests, False)
 
     async def _flush_fails(self, requests: list[SettleRequest]) -> list[Any]:
-        return await self._settle(self._run_fails, requests)
+        return await self._settle(self._run_fails, requests, True)
 
     async def _run_acks(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
         rows = await conn.fetch(
@@ -255,9 +255,9 @@ class HotPath:
                 self.wakeups.wake(queue)
         return outcome
 
-    async def _settle(self, run: SettleRun, requests: list[SettleRequest]) -> list[Any]:
+    async def _settle(self, run: SettleRun, requests: list[SettleRequest], failing: bool) -> list[Any]:
         """Run ``run`` (an ack or fail statement) for every request that can match; each request's outcome,
-        in order, or the reason it was refused.
+        in order, or the reason it was refused (a FAIL that came late: ``LATE``).
 
         Each run names a job once: a second request for the same job is run after the first is settled, and
         judged as if it had come second. A token that is not a string is sent as one no lease holds.
@@ -281,22 +281,21 @@ class HotPath:
             found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, refused)} \
                 if refused else {}
         return [
-            outcome if outcome is not _REFUSED else CommandError(_refusal(found.get(job_id), job_id, token))
+            outcome if outcome is not _REFUSED else _refused(found.get(job_id), job_id, token, failing)
             for (job_id, token, _value), outcome in zip(requests, outcomes)
         ]
 
     async def first_refusal(self, pairs: list[tuple[str, Any]]) -> CommandError | None:
         """The refusal an ack of the first (job id, token) pair that holds no running lease would get, in
         order; None when every pair holds one. A job named twice holds no lease the second time."""
-        rows = await self.pool.fetch(statements.SETTLE_REFUSED, self.namespace, [job_id for job_id, _ in pairs])
+        named = [job_id for job_id, _ in pairs if type(job_id) is str]
+        rows = await self.pool.fetch(statements.SETTLE_REFUSED, self.namespace, named) if named else []
         found = {row["id"]: row for row in rows}
         seen: set[str] = set()
         for job_id, token in pairs:
-            row = found.get(job_id)
-            if job_id in seen or row is None or row["state"] != states.ACTIVE or (
-                row["lease_token"] is not None and row["lease_token"] != token
-            ):
-                return CommandError(_refusal(None if job_id in seen else row, job_id, token))
+            row = found.get(job_id) if job_id not in seen else None
+            if row is None or not (_holds(row, token) or _requeued_after_loss(row)):
+                return CommandError(_refusal(row, job_id, token))
             seen.add(job_id)
         return None
 
@@ -326,15 +325,29 @@ class HotPath:
 
 
 _REFUSED = object()
+# A FAIL of an attempt already lost (its job waits in its queue again): answered as already finalized.
+LATE = object()
+
+
+def _holds(row: asyncpg.Record, token: Any) -> bool:
+    """The row runs under ``token``'s lease, or under none (a pull without an owner)."""
+    return bool(row["state"] == states.ACTIVE and (row["lease_token"] is None or row["lease_token"] == token))
+
+
+def _requeued_after_loss(row: asyncpg.Record) -> bool:
+    """Back in its queue after an attempt that did not finish (``broker.ops.jobs.requeued_after_loss``)."""
+    return bool((row["state"] == states.READY or row["state"] == states.DELAYED) and row["attempts"] > 0)
+
+
+def _refused(row: asyncpg.Record | None, job_id: Any, token: Any, failing: bool) -> Any:
+    if failing and token and row is not None and _requeued_after_loss(row):
+        return LATE
+    return CommandError(_refusal(row, job_id, token))
 
 
 def _sendable(request: SettleRequest) -> SettleRequest:
     job_id, token, value = request
     return (job_id, token if token is None or type(token) is str else "", value)
-
-
-def lost_job(row: asyncpg.Record) -> Job:
-    return running_job(row["record"], row["attempts"], row["started_at"], row["stall_count"])
 
 
 def _refusal(row: asyncpg.Record | None, job_id: Any, token: Any) -> str:

@@ -3,10 +3,15 @@
 A push sends a batch column-wise, one array per column, so a statement's size does not depend on how many
 jobs it carries (``unnest`` turns the arrays back into rows). A claimed row comes back as the compiled
 ``Job`` the reply packer writes, its record read back and the columns the claim changed laid over it.
+
+The record is the job as the last write that rewrote it left it (a push, a lost attempt, a restart). The
+claim and the ACK write columns only, so a reader takes their timeline entries from ``started_at`` and
+``completed_at``: ``stored_job`` reads any row that way, as the memory engine would hold the job.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bunqueue._core.jobs import Job
@@ -88,3 +93,45 @@ def claimed_job(row: Sequence[Any]) -> Job:
     job.last_heartbeat = started_at
     job.seq = seq
     return job
+
+
+# The columns ``stored_job`` reads (with ``record``), for a SELECT list: ``stored_columns("j")``.
+STORED_COLUMNS = (
+    "record", "state", "run_at", "attempts", "started_at", "completed_at", "stall_count", "seq", "last_heartbeat",
+)
+
+
+def stored_columns(alias: str) -> str:
+    return ", ".join(f"{alias}.{name}" for name in STORED_COLUMNS)
+
+
+def stored_job(row: Mapping[str, Any]) -> Job:
+    """Any job row (``STORED_COLUMNS``) as the memory engine would hold the job.
+
+    A running row counts the attempt its claim started (the wire counts those before it; the ACK takes
+    that count back when it completes the row), and its claim's ``active`` entry and an ACK's ``completed``
+    entry are noted from the row's times."""
+    job = Job.from_record(unpack(row["record"]))
+    state = row["state"]
+    started = row["started_at"]
+    job.state = state
+    job.run_at = float(row["run_at"])
+    job.attempts = row["attempts"] - 1 if state == states.ACTIVE else row["attempts"]
+    job.stall_count = row["stall_count"]
+    job.seq = row["seq"]
+    job.started_at = math.nan if started is None else float(started)
+    if row["last_heartbeat"] is not None:
+        job.last_heartbeat = float(row["last_heartbeat"])
+    if started is not None and (state == states.ACTIVE or state == states.COMPLETED):
+        _note_once(job, states.ACTIVE_NAME, job.started_at)
+    if state == states.COMPLETED:
+        job.completed_at = float(row["completed_at"])
+        _note_once(job, states.COMPLETED_NAME, job.completed_at)
+    return job
+
+
+def _note_once(job: Job, state: str, timestamp: float) -> None:
+    """Note an entry the columns imply, unless a record written since already holds it."""
+    last = job.timeline[-1] if job.timeline else None
+    if last is None or last.get("state") != state or last.get("timestamp") != timestamp:
+        job.note({"state": state, "timestamp": timestamp})

@@ -6,7 +6,7 @@ it touched, from inside the statement, so the notification leaves with the commi
 from __future__ import annotations
 
 from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, LIVE, READY
-from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES
+from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES, stored_columns
 from bunqueue.storage.postgres.sessions import NOW_MS
 
 # One channel for every namespace (a channel name is an identifier, a namespace any text): the payload
@@ -97,21 +97,27 @@ _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lea
 # A running row an ack or fail may settle: its token is the request's, or it was claimed without an owner
 # (no token: any request settles it, as in memory).
 _SETTLES = f"j.state = {ACTIVE} AND (j.lease_token IS NULL OR j.lease_token = r.token)"
+# What an ack settles besides: a job back in its queue after an attempt that did not finish (a lapsed lease,
+# a retry), which the late ACK completes where it waits, whatever its token, as in memory.
+_ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))"
 
 # Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
-# completed, or deleted when the ACK or the job's removeOnComplete says so. A row that does not settle is
-# left alone and missing from the answer.
+# completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
+# that does not settle is left alone and missing from the answer.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 req AS (SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::bool[]) AS r(id, token, result, remove)),
 done AS (
-    UPDATE bunqueue_jobs j SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE}
+    UPDATE bunqueue_jobs j
+    SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE},
+        -- The wire's count: the attempts before the one that completed (the claim counted it).
+        attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END
     FROM req r, clock
-    WHERE j.namespace = $1 AND j.id = r.id AND {_SETTLES} AND NOT (r.remove OR j.remove_on_complete)
+    WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
     RETURNING j.id, r.token, r.result
 ), gone AS (
     DELETE FROM bunqueue_jobs j USING req r
-    WHERE j.namespace = $1 AND j.id = r.id AND {_SETTLES} AND (r.remove OR j.remove_on_complete)
+    WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
     RETURNING j.id, r.token
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
@@ -123,10 +129,7 @@ done AS (
 SELECT id, token FROM done UNION ALL SELECT id, token FROM gone
 """
 
-_LOST_COLUMNS = (
-    "j.id, j.queue, j.record, j.attempts, j.started_at, j.stall_count, j.failures, q.dlq_config, q.stall_config,"
-    f" {NOW_MS} AS now"
-)
+_LOST_COLUMNS = f"j.id, j.queue, {stored_columns('j')}, j.failures, q.dlq_config, q.stall_config, {NOW_MS} AS now"
 
 # The running rows fails name ($2 ids, each once, $3 tokens), locked until ``LOSE`` writes their outcome,
 # with their queue's DLQ and stall settings and the database's time.
@@ -149,15 +152,17 @@ LIMIT $2
 FOR UPDATE OF j SKIP LOCKED
 """
 
-# The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8), DLQ entries filed
+# The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14), DLQ entries filed
 # ($9-$12) and jobs deleted ($13) by removeOnFail or the FAIL's remove.
 LOSE = f"""
 WITH moved AS (
     UPDATE bunqueue_jobs j
     SET state = m.state, run_at = m.run_at, started_at = m.started_at, record = m.record,
-        failures = m.failures, stall_count = m.stall_count, worker_id = NULL, {_END_LEASE}
-    FROM unnest($2::text[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::int[])
-        AS m(id, state, run_at, started_at, record, failures, stall_count)
+        failures = m.failures, stall_count = m.stall_count, last_heartbeat = m.last_heartbeat, worker_id = NULL,
+        {_END_LEASE}
+    FROM unnest($2::text[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::int[],
+                $14::bigint[])
+        AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat)
     WHERE j.namespace = $1 AND j.id = m.id
     RETURNING j.queue, j.state
 ), filed AS (
@@ -174,7 +179,9 @@ SELECT n FROM woken
 """
 
 # Why an ack or fail was refused: the rows it named, as they are now.
-SETTLE_REFUSED = "SELECT id, state, lease_token FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
+SETTLE_REFUSED = (
+    "SELECT id, state, lease_token, attempts FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
+)
 
 # Delayed jobs whose run time has come become ready (retries after their backoff included).
 PROMOTE_DUE = f"""

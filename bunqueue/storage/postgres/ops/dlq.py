@@ -19,19 +19,20 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, Entry, entry_stats, merge_config, select_entries
 from bunqueue.storage.postgres.attempts import dead_letter_config
+from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.statements import _notify_ready
 from bunqueue.storage.schema import pack, unpack
 
 _LIVE = ", ".join(str(code) for code in sorted(states.LIVE))
 
-_ENTRIES = """
-SELECT d.entry, j.record FROM bunqueue_dlq d
+_ENTRIES = f"""
+SELECT d.entry, {stored_columns("j")} FROM bunqueue_dlq d
 JOIN bunqueue_jobs j ON j.namespace = d.namespace AND j.id = d.job_id
 WHERE d.namespace = $1 AND d.queue = $2 ORDER BY d.seq
 """
-_ENTRY = """
-SELECT d.entry, j.record FROM bunqueue_dlq d
+_ENTRY = f"""
+SELECT d.entry, {stored_columns("j")} FROM bunqueue_dlq d
 JOIN bunqueue_jobs j ON j.namespace = d.namespace AND j.id = d.job_id
 WHERE d.namespace = $1 AND d.job_id = $2
 """
@@ -84,7 +85,7 @@ SELECT back.id FROM back, woken
 
 # The completed jobs RetryCompleted may restart: one by id ($3), or the oldest at or before $4, up to $5.
 _COMPLETED = f"""
-SELECT id, record, started_at, completed_at FROM bunqueue_jobs
+SELECT {stored_columns("j")} FROM bunqueue_jobs j
 WHERE namespace = $1 AND queue = $2 AND state = {states.COMPLETED}
   AND ($3::text IS NULL OR id = $3) AND completed_at <= $4
 ORDER BY completed_at, seq LIMIT $5
@@ -142,10 +143,7 @@ class DlqFamily(Family):
         )
         jobs = []
         for row in rows:
-            job = Job.from_record(unpack(row["record"]))
-            # The ACK wrote no timeline: its entries come from the row's times, as a reader of the row sees them.
-            job.note({"state": states.ACTIVE_NAME, "timestamp": row["started_at"]})
-            job.note({"state": states.COMPLETED_NAME, "timestamp": row["completed_at"]})
+            job = stored_job(row)
             job.progress = 0
             job.progress_message = None
             job.completed_at = math.nan
@@ -178,7 +176,7 @@ class DlqFamily(Family):
 
 def _entry(row: asyncpg.Record) -> Entry:
     entry: Entry = unpack(row["entry"])
-    entry["job"] = Job.from_record(unpack(row["record"]))
+    entry["job"] = stored_job(row)
     return entry
 
 

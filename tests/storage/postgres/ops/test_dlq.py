@@ -27,9 +27,11 @@ def _pull_both(twins: Twins, queue: str, **opts: Any) -> tuple[Reply, Reply]:
 
 
 def _settle_both(twins: Twins, frame: Reply, memory_token: Any, postgres_token: Any) -> Reply:
-    """An ACK or FAIL carrying each server's own token; the replies compared."""
-    memory = twins.memory.call({**frame, "token": memory_token})
-    postgres = twins.postgres.call({**frame, "token": postgres_token})
+    """An ACK or FAIL (its ``id`` "$k": the k-th id each server gave) carrying each server's own token; the
+    replies compared."""
+    k = int(frame["id"][1:])
+    memory = twins.memory.call({**frame, "id": twins.memory_ids[k], "token": memory_token})
+    postgres = twins.postgres.call({**frame, "id": twins.postgres_ids[k], "token": postgres_token})
     assert twins.postgres_names(postgres) == twins.memory_names(memory), (frame, memory, postgres)
     return postgres
 
@@ -153,6 +155,24 @@ def test_stall_config_and_a_lapsed_lease_charged_up_to_max_stalls(twins: Twins) 
     listed = twins.same({"cmd": "Dlq", "queue": q})
     (entry,) = listed["entries"]
     assert (entry["reason"], entry["error"]) == ("stalled", "Lock expired")
+
+
+def test_a_late_fail_or_ack_after_the_lease_lapsed_as_in_memory(twins: Twins) -> None:
+    q = "dlq-late"
+    twins.same({"cmd": "PUSHB", "queue": q, "jobs": [{"data": 0}, {"data": 1}]})
+    memory_pull, postgres_pull = twins.both({"cmd": "PULLB", "queue": q, "count": 2, "owner": "w", "lockTtl": 100})
+    # Both leases lapse unrenewed: the jobs wait in their queue again, their attempt charged.
+    time.sleep(1.2)
+    tokens = list(zip(memory_pull["tokens"], postgres_pull["tokens"]))
+    late = _settle_both(twins, {"cmd": "FAIL", "id": "$0", "error": "late"}, *tokens[0])
+    assert late == {"ok": True, "data": {"applied": False, "reason": "already-finalized"}}
+    # A late ACK completes the job where it waits; ACKB too.
+    assert _settle_both(twins, {"cmd": "ACK", "id": "$0", "result": "done"}, *tokens[0]) == {"ok": True}
+    memory = twins.memory.call({"cmd": "ACKB", "ids": [memory_pull["jobs"][1]["id"]], "tokens": [tokens[1][0]]})
+    postgres = twins.postgres.call({"cmd": "ACKB", "ids": [postgres_pull["jobs"][1]["id"]], "tokens": [tokens[1][1]]})
+    assert memory == postgres == {"ok": True}
+    twins.same({"cmd": "FAIL", "id": "$1", "error": "after", "token": "t"})
+    assert twins.same({"cmd": "RetryCompleted", "queue": q})["count"] == 2
 
 
 def test_a_job_failed_on_one_broker_is_in_the_dlq_of_another(postgres: PostgresServer) -> None:
