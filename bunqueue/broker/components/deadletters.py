@@ -155,11 +155,7 @@ class DeadLetters:
 
     def schedule(self, entry: Entry, config: dict[str, Any]) -> None:
         """Arm the entry's next maintenance time: its expiry or its next automatic retry."""
-        when = entry["expiresAt"]
-        retry_at = entry["nextRetryAt"]
-        retrying = retry_at is not None and config["autoRetry"] and entry["retryCount"] < config["maxAutoRetries"]
-        if retrying and (when is None or retry_at < when):
-            when = retry_at
+        when = maintenance_time(entry, config)
         job_id = entry["job"].id
         if when is None:
             self.due.remove(job_id)
@@ -185,19 +181,7 @@ class DeadLetters:
 
     def keep_generation(self, entry: Entry, now: float) -> None:
         """Before an automatic retry: the job's next entry continues this one, one retry further on."""
-        config = self.config(entry["job"].queue)
-        count = entry["retryCount"] + 1
-        self.generations[entry["job"].id] = {
-            "enteredAt": entry["enteredAt"],
-            "retryCount": count,
-            "lastRetryAt": now,
-            # Each automatic retry waits twice as long as the one before.
-            "nextRetryAt": (
-                now + config["autoRetryInterval"] * 2.0 ** (count - 1)
-                if count < config["maxAutoRetries"] else None
-            ),
-            "expiresAt": entry["expiresAt"],
-        }
+        self.generations[entry["job"].id] = next_generation(entry, self.config(entry["job"].queue), now)
 
     # -- views -------------------------------------------------------------------------------------
 
@@ -207,6 +191,31 @@ class DeadLetters:
 
     def stats(self, queue: str, now: float) -> dict[str, Any]:
         return entry_stats(queue, self.entries(queue), self.config(queue), now)
+
+
+def maintenance_time(entry: Entry, config: dict[str, Any]) -> float | None:
+    """When an entry next needs the DLQ's maintenance: its expiry or its next automatic retry, if any."""
+    when: float | None = entry["expiresAt"]
+    retry_at = entry["nextRetryAt"]
+    retrying = retry_at is not None and config["autoRetry"] and entry["retryCount"] < config["maxAutoRetries"]
+    if retrying and (when is None or retry_at < when):
+        when = retry_at
+    return when
+
+
+def next_generation(entry: Entry, config: dict[str, Any], now: float) -> dict[str, Any]:
+    """The lifetime fields of the entry a job automatically retried from ``entry`` files if it fails again."""
+    count = entry["retryCount"] + 1
+    return {
+        "enteredAt": entry["enteredAt"],
+        "retryCount": count,
+        "lastRetryAt": now,
+        # Each automatic retry waits twice as long as the one before.
+        "nextRetryAt": (
+            now + config["autoRetryInterval"] * 2.0 ** (count - 1) if count < config["maxAutoRetries"] else None
+        ),
+        "expiresAt": entry["expiresAt"],
+    }
 
 
 def first_generation(config: dict[str, Any], now: float) -> dict[str, Any]:

@@ -32,6 +32,8 @@ log = logging.getLogger("bunqueue")
 LEASE_SWEEP_S = 0.5
 # How often delayed jobs (retries after their backoff among them) that came due are made ready.
 PROMOTE_S = 0.1
+# How often due DLQ entries are retried automatically or expired.
+DLQ_MAINTENANCE_S = 1.0
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
 
@@ -61,6 +63,7 @@ class PostgresEngine(PostgresJobs, DlqFamily, LocalFamily, StallsFamily):
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("delayed promotion", PROMOTE_S, self.hot.promote_due)
+        self.every("dlq maintenance", DLQ_MAINTENANCE_S, self.maintain_dlq)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:

@@ -23,7 +23,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import statements
-from bunqueue.storage.postgres.attempts import Losses, history_of, lost_job, queue_limits
+from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -238,11 +238,7 @@ class HotPath:
             )
             for row in rows:
                 error, stack, final, remove = details[row["id"]]
-                dlq_config, _max_stalls = queue_limits(row)
-                losses.failed(
-                    lost_job(row), history_of(row["failures"]), float(row["now"]), error, stack, final, remove,
-                    dlq_config,
-                )
+                losses.failed(Lost(row), error, stack, final, remove)
             if rows:
                 await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
         return self._settled(losses)
@@ -309,8 +305,7 @@ class HotPath:
         async with self.pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(statements.EXPIRE_READ, self.namespace, EXPIRY_BATCH)
             for row in rows:
-                dlq_config, max_stalls = queue_limits(row)
-                losses.lapsed(lost_job(row), history_of(row["failures"]), float(row["now"]), max_stalls, dlq_config)
+                losses.lapsed(Lost(row))
             if rows:
                 await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
         self._settled(losses)

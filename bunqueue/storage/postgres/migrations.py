@@ -74,6 +74,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             remove_on_complete boolean NOT NULL DEFAULT false,
             -- The failure history of the attempts so far (MessagePack list; a DLQ entry's attempts).
             failures bytea,
+            -- After an automatic DLQ retry: the entry lifetime the job returns to if it fails again.
+            dlq_generation bytea,
             record bytea NOT NULL,
             PRIMARY KEY (namespace, id),
             CHECK (state IN ({", ".join(str(code) for code in _STATES)}))
@@ -123,10 +125,15 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             added_at bigint NOT NULL,
             -- Filing order (oldest first), as the memory DLQ lists a queue's entries.
             seq bigint GENERATED ALWAYS AS IDENTITY,
+            -- The entry's next maintenance: its expiry or its next automatic retry (NULL: none).
+            due_at bigint,
             entry bytea NOT NULL,
             PRIMARY KEY (namespace, queue, job_id)
         )""",
         "CREATE INDEX bunqueue_dlq_age ON bunqueue_dlq (namespace, queue, added_at)",
+        # Listing in filing order, and trimming a queue's DLQ to its maxEntries.
+        "CREATE INDEX bunqueue_dlq_order ON bunqueue_dlq (namespace, queue, seq)",
+        "CREATE INDEX bunqueue_dlq_due ON bunqueue_dlq (namespace, due_at) WHERE due_at IS NOT NULL",
         # Deduplication and debounce keys that outlive their job (deduplication ttl).
         """CREATE TABLE bunqueue_dedup (
             namespace text NOT NULL,

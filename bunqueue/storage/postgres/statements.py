@@ -5,7 +5,7 @@ it touched, from inside the statement, so the notification leaves with the commi
 """
 from __future__ import annotations
 
-from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, LIVE, READY
+from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY
 from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES, stored_columns
 from bunqueue.storage.postgres.sessions import NOW_MS
 
@@ -129,7 +129,10 @@ done AS (
 SELECT id, token FROM done UNION ALL SELECT id, token FROM gone
 """
 
-_LOST_COLUMNS = f"j.id, j.queue, {stored_columns('j')}, j.failures, q.dlq_config, q.stall_config, {NOW_MS} AS now"
+_LOST_COLUMNS = (
+    f"j.id, j.queue, {stored_columns('j')}, j.failures, j.dlq_generation, q.dlq_config, q.stall_config,"
+    f" {NOW_MS} AS now"
+)
 
 # The running rows fails name ($2 ids, each once, $3 tokens), locked until ``LOSE`` writes their outcome,
 # with their queue's DLQ and stall settings and the database's time.
@@ -153,7 +156,8 @@ FOR UPDATE OF j SKIP LOCKED
 """
 
 # The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14), DLQ entries filed
-# ($9-$12) and jobs deleted ($13) by removeOnFail or the FAIL's remove.
+# ($9-$12, $15) and the oldest they push out (maxEntries), and jobs deleted ($13) by removeOnFail or the
+# FAIL's remove.
 LOSE = f"""
 WITH moved AS (
     UPDATE bunqueue_jobs j
@@ -166,10 +170,26 @@ WITH moved AS (
     WHERE j.namespace = $1 AND j.id = m.id
     RETURNING j.queue, j.state
 ), filed AS (
-    INSERT INTO bunqueue_dlq (namespace, queue, job_id, added_at, entry)
-    SELECT $1, d.queue, d.id, d.added_at, d.entry
-    FROM unnest($9::text[], $10::text[], $11::bigint[], $12::bytea[]) AS d(id, queue, added_at, entry)
-    ON CONFLICT (namespace, queue, job_id) DO UPDATE SET added_at = excluded.added_at, entry = excluded.entry
+    INSERT INTO bunqueue_dlq (namespace, queue, job_id, added_at, entry, due_at)
+    SELECT $1, d.queue, d.id, d.added_at, d.entry, d.due_at
+    FROM unnest($9::text[], $10::text[], $11::bigint[], $12::bytea[], $15::bigint[])
+        AS d(id, queue, added_at, entry, due_at)
+    ON CONFLICT (namespace, queue, job_id) DO UPDATE
+        SET added_at = excluded.added_at, entry = excluded.entry, due_at = excluded.due_at
+), evicted AS (
+    -- Each queue filed into keeps its newest maxEntries ($16 queues, $17 how many older entries stay).
+    DELETE FROM bunqueue_dlq d USING (
+        SELECT l.queue, old.job_id FROM unnest($16::text[], $17::bigint[]) AS l(queue, keep)
+        CROSS JOIN LATERAL (
+            SELECT x.job_id FROM bunqueue_dlq x WHERE x.namespace = $1 AND x.queue = l.queue
+            ORDER BY x.seq DESC OFFSET l.keep
+        ) old
+    ) o
+    WHERE d.namespace = $1 AND d.queue = o.queue AND d.job_id = o.job_id
+    RETURNING d.job_id
+), evicted_jobs AS (
+    DELETE FROM bunqueue_jobs j USING evicted
+    WHERE j.namespace = $1 AND j.id = evicted.job_id AND j.state = {FAILED}
 ), gone AS (
     DELETE FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($13::text[]) RETURNING j.id
 ), gone_logs AS (

@@ -6,7 +6,9 @@ row, which stays FAILED while the entry lives; a queue's policy is ``bunqueue_qu
 and stats are the memory engine's own functions over the entries read. A retry writes every job it moves in
 one statement (``_REQUEUE``), which skips a job whose unique key another live job holds, as in memory.
 
-Not here: the DLQ's timed maintenance (automatic retries and maxAge expiry) and its events.
+The timed maintenance (automatic retries, maxAge expiry) runs on every broker's timer over the entries whose
+``due_at`` came (``maintenance_time``, set when filed and when the policy changes), each batch locked so that
+one broker takes it. Not here: the DLQ's events.
 """
 from __future__ import annotations
 
@@ -17,10 +19,22 @@ import asyncpg
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
-from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, Entry, entry_stats, merge_config, select_entries
+from bunqueue.broker.components.deadletters import (
+    BLOCKED_RETRY_DELAY,
+    DEFAULT_CONFIG,
+    Entry,
+    can_auto_retry,
+    entry_stats,
+    is_expired,
+    maintenance_time,
+    merge_config,
+    next_generation,
+    select_entries,
+)
 from bunqueue.storage.postgres.attempts import dead_letter_config
 from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
 from bunqueue.storage.postgres.ops.family import Family
+from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.postgres.statements import _notify_ready
 from bunqueue.storage.schema import pack, unpack
 
@@ -61,16 +75,20 @@ WITH doomed AS (
 SELECT count(*) FROM dropped
 """
 
-# Jobs ($2 ids, $3 records, $4 run times) back to waiting from one of the states $5: fresh attempts, no
-# failure history, result or DLQ entry. A job whose unique key another live job holds stays.
+# Jobs ($2 ids, $3 records, $4 run times) back to waiting from one of the states $7: fresh attempts, no result
+# or DLQ entry, the failure history $5 and DLQ lifetime $6 an automatic retry keeps (NULL: none). A job whose
+# unique key another live job holds stays.
 _REQUEUE = f"""
-WITH req AS (SELECT * FROM unnest($2::text[], $3::bytea[], $4::bigint[]) AS r(id, record, run_at)),
-back AS (
+WITH req AS (
+    SELECT * FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::bytea[], $6::bytea[])
+        AS r(id, record, run_at, failures, generation)
+), back AS (
     UPDATE bunqueue_jobs j
     SET state = {states.READY}, attempts = 0, stall_count = 0, started_at = NULL, completed_at = NULL,
-        run_at = r.run_at, last_heartbeat = r.run_at, record = r.record, failures = NULL
+        run_at = r.run_at, last_heartbeat = r.run_at, record = r.record, failures = r.failures,
+        dlq_generation = r.generation
     FROM req r
-    WHERE j.namespace = $1 AND j.id = r.id AND j.state = ANY($5::smallint[])
+    WHERE j.namespace = $1 AND j.id = r.id AND j.state = ANY($7::smallint[])
       AND (j.unique_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM bunqueue_jobs o WHERE o.namespace = $1 AND o.queue = j.queue
           AND o.unique_key = j.unique_key AND o.state IN ({_LIVE}) AND o.id <> j.id))
@@ -82,6 +100,37 @@ back AS (
 ), {_notify_ready("back")}
 SELECT back.id FROM back, woken
 """
+
+# Entries whose maintenance time has come, up to $2, locked (another broker's maintenance skips them).
+_DUE = f"""
+SELECT d.entry, {stored_columns("j")}, q.dlq_config, {NOW_MS} AS now
+FROM bunqueue_dlq d
+JOIN bunqueue_jobs j ON j.namespace = d.namespace AND j.id = d.job_id
+LEFT JOIN bunqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+WHERE d.namespace = $1 AND d.due_at <= {NOW_MS}
+ORDER BY d.due_at LIMIT $2
+FOR UPDATE OF d SKIP LOCKED
+"""
+# Expired entries ($2 queues, $3 job ids) and their jobs.
+_EXPIRE = f"""
+WITH dropped AS (
+    DELETE FROM bunqueue_dlq d USING unnest($2::text[], $3::text[]) AS e(queue, job_id)
+    WHERE d.namespace = $1 AND d.queue = e.queue AND d.job_id = e.job_id RETURNING d.job_id
+), gone AS (
+    DELETE FROM bunqueue_jobs j USING dropped
+    WHERE j.namespace = $1 AND j.id = dropped.job_id AND j.state = {states.FAILED} RETURNING j.id
+)
+DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
+"""
+# New maintenance times ($2 queues, $3 job ids, $4 times or NULL).
+_RESCHEDULE = """
+UPDATE bunqueue_dlq d SET due_at = r.due_at
+FROM unnest($2::text[], $3::text[], $4::bigint[]) AS r(queue, job_id, due_at)
+WHERE d.namespace = $1 AND d.queue = r.queue AND d.job_id = r.job_id
+"""
+_QUEUE_ENTRIES = "SELECT job_id, entry FROM bunqueue_dlq WHERE namespace = $1 AND queue = $2"
+# How many due entries one maintenance run takes (the rest wait for the next).
+MAINTENANCE_BATCH = 1000
 
 # The completed jobs RetryCompleted may restart: one by id ($3), or the oldest at or before $4, up to $5.
 _COMPLETED = f"""
@@ -120,12 +169,19 @@ class DlqFamily(Family):
             current = dead_letter_config(await conn.fetchval(_CONFIG_FOR_UPDATE, self.namespace, queue))
             merged = merge_config(current, changes)
             await conn.execute(_SET_CONFIG, self.namespace, queue, None if merged == DEFAULT_CONFIG else pack(merged))
-            # A lower maxEntries applies at once.
+            # A lower maxEntries applies at once; the new retry policy to every entry's next maintenance time.
             await conn.fetchval(_DROP, self.namespace, queue, None, int(merged["maxEntries"]))
+            rows = await conn.fetch(_QUEUE_ENTRIES, self.namespace, queue)
+            if rows:
+                await conn.execute(
+                    _RESCHEDULE, self.namespace, [queue] * len(rows), [row["job_id"] for row in rows],
+                    [_due(maintenance_time(unpack(row["entry"]), merged)) for row in rows],
+                )
 
     async def retry_dlq_entries(self, entries: list[Entry], now: float, job_id: str | None = None) -> int:
         """A manual retry: each job back to waiting with a new history (``Transitions.retry_dead``)."""
-        return await self._requeue([entry["job"] for entry in entries], now, states.FAILED)
+        async with self.pool.acquire() as conn:
+            return len(await self._requeue(conn, [entry["job"] for entry in entries], now, states.FAILED))
 
     async def purge_dlq(self, queue: str) -> int:
         return int(await self.pool.fetchval(_DROP, self.namespace, queue, None, 0))
@@ -137,21 +193,65 @@ class DlqFamily(Family):
         """One completed job by id, or the oldest completions (up to ``limit``, at or before ``cutoff``)."""
         if job_id is None and limit <= 0:
             return 0
-        rows = await self.pool.fetch(
-            _COMPLETED, self.namespace, queue, job_id, _bigint(math.inf if job_id is not None else cutoff),
-            None if job_id is not None or math.isinf(limit) else math.ceil(limit),
-        )
-        jobs = []
-        for row in rows:
-            job = stored_job(row)
-            job.progress = 0
-            job.progress_message = None
-            job.completed_at = math.nan
-            jobs.append(job)
-        return await self._requeue(jobs, now, states.COMPLETED)
+        async with self.pool.acquire() as conn:
+            rows = await conn.fetch(
+                _COMPLETED, self.namespace, queue, job_id, _bigint(math.inf if job_id is not None else cutoff),
+                None if job_id is not None or math.isinf(limit) else math.ceil(limit),
+            )
+            jobs = []
+            for row in rows:
+                job = stored_job(row)
+                job.progress = 0
+                job.progress_message = None
+                job.completed_at = math.nan
+                jobs.append(job)
+            return len(await self._requeue(conn, jobs, now, states.COMPLETED))
 
-    async def _requeue(self, jobs: list[Job], now: float, from_state: int) -> int:
-        """``Transitions.restart`` for each job, in one statement: how many moved."""
+    async def maintain_dlq(self) -> None:
+        """The DLQ work that is due, across brokers (``Transitions.maintain_dlq``): automatic retries first,
+        then expiry (maxAge); every other due entry gets its next maintenance time."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(_DUE, self.namespace, MAINTENANCE_BATCH)
+            if not rows:
+                return
+            now = float(rows[0]["now"])
+            entries = [(_entry(row), dead_letter_config(row["dlq_config"])) for row in rows]
+            retries = [(entry, config) for entry, config in entries if can_auto_retry(entry, config, now)]
+            retried = await self._requeue(
+                conn, [entry["job"] for entry, _ in retries], now, states.FAILED,
+                [pack(entry["attempts"]) for entry, _ in retries],
+                [pack(next_generation(entry, config, now)) for entry, config in retries],
+            ) if retries else set()
+            expired: list[Entry] = []
+            later: list[tuple[Entry, float | None]] = []
+            for entry, config in entries:
+                if entry["job"].id in retried:
+                    continue
+                if is_expired(entry, now):
+                    expired.append(entry)
+                elif can_auto_retry(entry, config, now):
+                    # Its unique key is held by another live job: try again later (or expire first).
+                    expires_at = entry["expiresAt"]
+                    retry_at = now + BLOCKED_RETRY_DELAY
+                    later.append((entry, retry_at if expires_at is None else min(retry_at, expires_at)))
+                else:
+                    later.append((entry, maintenance_time(entry, config)))
+            if expired:
+                await conn.execute(
+                    _EXPIRE, self.namespace, [e["job"].queue for e in expired], [e["job"].id for e in expired]
+                )
+            if later:
+                await conn.execute(
+                    _RESCHEDULE, self.namespace, [e["job"].queue for e, _ in later], [e["job"].id for e, _ in later],
+                    [_due(when) for _, when in later],
+                )
+
+    async def _requeue(
+        self, conn: asyncpg.Connection, jobs: list[Job], now: float, from_state: int,
+        histories: list[bytes] | None = None, generations: list[bytes] | None = None,
+    ) -> set[str]:
+        """``Transitions.restart`` for each job, in one statement: the ids that moved. An automatic DLQ retry
+        keeps each job's failure history and next DLQ lifetime (``histories``, ``generations``)."""
         for job in jobs:
             job.attempts = 0
             job.stall_count = 0
@@ -161,14 +261,16 @@ class DlqFamily(Family):
             job.state = states.READY
             job.note({"state": states.WAITING, "timestamp": now})
         if not jobs:
-            return 0
-        rows = await self.pool.fetch(
+            return set()
+        none: list[bytes | None] = [None] * len(jobs)
+        rows = await conn.fetch(
             _REQUEUE, self.namespace, [job.id for job in jobs], [pack(job.to_record()) for job in jobs],
-            [int(now)] * len(jobs), [from_state],
+            [int(now)] * len(jobs), none if histories is None else histories,
+            none if generations is None else generations, [from_state],
         )
         for queue in {job.queue for job in jobs}:
             self.hot.wakeups.wake(queue)
-        return len(rows)
+        return {row[0] for row in rows}
 
     async def _config(self, conn: asyncpg.Connection, queue: str) -> dict[str, Any]:
         return dead_letter_config(await conn.fetchval(_CONFIG, self.namespace, queue))
@@ -178,6 +280,10 @@ def _entry(row: asyncpg.Record) -> Entry:
     entry: Entry = unpack(row["entry"])
     entry["job"] = stored_job(row)
     return entry
+
+
+def _due(when: float | None) -> int | None:
+    return None if when is None else math.ceil(when)
 
 
 def _bigint(value: float) -> int:

@@ -175,6 +175,38 @@ def test_a_late_fail_or_ack_after_the_lease_lapsed_as_in_memory(twins: Twins) ->
     assert twins.same({"cmd": "RetryCompleted", "queue": q})["count"] == 2
 
 
+def test_a_full_dlq_drops_its_oldest_entries_as_in_memory(twins: Twins) -> None:
+    q = "dlq-full"
+    twins.same({"cmd": "SetDlqConfig", "queue": q, "config": {"maxEntries": 2}})
+    twins.same({"cmd": "PUSHB", "queue": q, "jobs": [{"data": i, "maxAttempts": 1} for i in range(3)]})
+    for k in range(3):
+        _pull_both(twins, q)
+        twins.same({"cmd": "FAIL", "id": f"${k}", "error": f"e{k}"})
+    listed = twins.same({"cmd": "Dlq", "queue": q})
+    assert [entry["error"] for entry in listed["entries"]] == ["e1", "e2"]
+
+
+def test_the_dlq_retries_automatically_and_expires_entries_as_in_memory(twins: Twins) -> None:
+    q, gone = "dlq-auto", "dlq-expiring"
+    twins.same({"cmd": "SetDlqConfig", "queue": q,
+                "config": {"autoRetry": True, "autoRetryInterval": 300, "maxAutoRetries": 1}})
+    twins.same({"cmd": "SetDlqConfig", "queue": gone, "config": {"maxAge": 300}})
+    twins.same({"cmd": "PUSH", "queue": q, "data": "a", "maxAttempts": 1})
+    twins.same({"cmd": "PUSH", "queue": gone, "data": "g", "maxAttempts": 1})
+    for k, queue in enumerate((q, gone)):
+        _pull_both(twins, queue)
+        twins.same({"cmd": "FAIL", "id": f"${k}", "error": "first"})
+    # The retry comes due after 300 ms; the maintenance runs each second on the PostgreSQL broker.
+    again = twins.same({"cmd": "PULL", "queue": q, "timeout": 3000})
+    assert again["job"]["data"] == "a"
+    twins.same({"cmd": "FAIL", "id": "$0", "error": "second"})
+    (entry,) = twins.same({"cmd": "Dlq", "queue": q})["entries"]
+    assert entry["retryCount"] == 1 and [a["error"] for a in entry["attempts"]] == ["first", "second"]
+    time.sleep(1.5)
+    assert twins.same({"cmd": "Dlq", "queue": gone})["entries"] == []
+    assert len(twins.same({"cmd": "Dlq", "queue": q})["entries"]) == 1
+
+
 def test_a_job_failed_on_one_broker_is_in_the_dlq_of_another(postgres: PostgresServer) -> None:
     namespace = f"dlq-two-{uuid.uuid4().hex[:8]}"
     a = postgres_broker(postgres, namespace)
