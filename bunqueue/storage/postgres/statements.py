@@ -62,8 +62,13 @@ WHERE namespace = $1 AND state IN ({_LIVE})
 
 _CLAIM_ORDER = "priority DESC, lifo_rank, run_at, seq"
 
+_SESSION_HOLDS = """EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
+                  WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)"""
+
 # Up to cardinality($5) ready jobs of one queue, best first, for several pulls at once: slot k of the
 # arrays ($5 owners, $6 lock ttls) is the k-th best job, so the caller hands each pull its run of slots.
+# Delayed jobs already due count as ready, as the memory engine's pull promotes them first (the promotion
+# timer may not have run yet): they are read from the small ``bunqueue_jobs_due`` index.
 # The session row is checked in the same statement ($3 broker id, $4 fencing token): a broker whose session
 # lapsed claims nothing. SKIP LOCKED lets brokers claim one queue side by side; a row another claim took
 # meanwhile fails the re-checked state and is skipped too. A pull without an owner leases its jobs with no
@@ -72,13 +77,24 @@ CLAIM = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 picked AS (
     SELECT id, row_number() OVER (ORDER BY {_CLAIM_ORDER}) AS slot FROM (
-        SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
-        WHERE namespace = $1 AND queue = $2 AND state = {READY}
-          AND EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
-                      WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)
+        SELECT * FROM (
+            SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
+            WHERE namespace = $1 AND queue = $2 AND state = {READY} AND {_SESSION_HOLDS}
+            ORDER BY {_CLAIM_ORDER}
+            LIMIT cardinality($5::text[])
+            FOR UPDATE SKIP LOCKED
+        ) ready
+        UNION ALL
+        SELECT * FROM (
+            SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
+            WHERE namespace = $1 AND state = {DELAYED} AND run_at <= (SELECT now FROM clock) AND queue = $2
+              AND {_SESSION_HOLDS}
+            ORDER BY run_at
+            LIMIT cardinality($5::text[])
+            FOR UPDATE SKIP LOCKED
+        ) due
         ORDER BY {_CLAIM_ORDER}
         LIMIT cardinality($5::text[])
-        FOR UPDATE SKIP LOCKED
     ) best
 ),
 slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot))

@@ -241,6 +241,16 @@ async def test_a_failure_with_attempts_left_waits_its_backoff(hot: HotPath, fact
     assert (await hot.claim("q", 1, "w", TTL))[0] == []
 
 
+async def test_a_due_delayed_job_is_claimed_before_the_promotion_runs(hot: HotPath, factory: JobFactory) -> None:
+    job_id = await hot.push(_build(factory, delay=100, priority=1))
+    ready_id = await hot.push(_build(factory))
+    assert (await _row(hot, job_id))["state"] == states.DELAYED
+    await asyncio.sleep(0.15)
+    # Due, still DELAYED (no promotion ran), and claimed first by its priority, as the memory pull promotes it.
+    claimed, _ = await hot.claim("q", 5, "w", TTL)
+    assert [job.id for job in claimed] == [job_id, ready_id]
+
+
 async def test_a_retried_batch_inserts_nothing_new_and_answers_the_same_ids(
     hot: HotPath, factory: JobFactory
 ) -> None:
