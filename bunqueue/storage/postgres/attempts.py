@@ -26,6 +26,7 @@ from bunqueue.broker.components.deadletters import (
     maintenance_time,
 )
 from bunqueue.broker.components.stallconfig import DEFAULT_STALL_CONFIG
+from bunqueue.broker.timers.cronregistry import is_spawned
 from bunqueue.broker.transitions.failures import LEASE_EXPIRED, cap_stack, stall_error
 from bunqueue.storage.postgres.jobrows import stored_job
 from bunqueue.storage.schema import pack, unpack
@@ -119,8 +120,12 @@ class Losses:
 
     def lapsed(self, lost: Lost) -> None:
         """A lease that ran out (``_stalled_attempt`` for LEASE_EXPIRED): back at once, or the DLQ when
-        attempts or the queue's maxStalls (0: no limit) run out."""
+        attempts or the queue's maxStalls (0: no limit) run out. A cron's job is deleted instead: the cron
+        pushes a fresh run on schedule (``TransitionCore.drop_spawned``)."""
         job = lost.job
+        if is_spawned(job):
+            self.removed.append(job.id)
+            return
         job.stall_count += 1
         attempts_out = job.attempts >= job.max_attempts
         job.last_heartbeat = lost.now

@@ -5,10 +5,13 @@ Every kind of request goes through a ``Collector``: concurrent callers share one
 queue, as one claim statement serves one queue. Errors a caller can cause are ``CommandError`` with the
 memory engine's texts; the other requests of the same flush are not affected by them.
 
-Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
-promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue and group
-limits, removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the
-attempt it cost counted; the max-attempts check happens at the next FAIL) and job events.
+An ack is one statement; a fail and a lease-expiry sweep are a read of the running rows (locked) and one
+write, as their outcome is decided in Python exactly as the memory engine decides it (``attempts``: backoff,
+failure history, timeline, the DLQ or removal, stalls). Due delayed jobs are claimed with the ready ones and
+promoted by ``promote_due``.
+
+Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, queue and group
+limits, job timeouts and the stall detector's own timing (a lapsed lease is the only stall), and job events.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue.broker import states
+from bunqueue.broker.timers.cronregistry import SPAWNED_KEY_PREFIX
 from bunqueue.config import Settings
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
@@ -213,6 +214,14 @@ async def test_expired_leases_return_their_jobs_to_ready_in_one_sweep(hot: HotPa
     assert [job.id for job in again] == [job.id for job in short]
     assert [job.attempts for job in again] == [1, 1, 1]
     assert {job.id for job in long} | {job.id for job in again} == set(ids)
+
+
+async def test_a_lapsed_lease_of_a_cron_job_deletes_it(hot: HotPath, factory: JobFactory) -> None:
+    job_id = await hot.push(_build(factory, uniqueKey=f"{SPAWNED_KEY_PREFIX}nightly"))
+    await hot.claim("q", 1, "w", 50)
+    await asyncio.sleep(0.15)
+    assert await hot.expire_leases() == [(job_id, "q")]
+    assert await _row(hot, job_id) is None
 
 
 async def test_a_late_ack_completes_a_job_that_waits_after_its_lease_lapsed(hot: HotPath, factory: JobFactory) -> None:
