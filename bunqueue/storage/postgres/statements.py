@@ -179,7 +179,8 @@ WITH moved AS (
     UPDATE bunqueue_jobs j
     SET state = m.state, run_at = m.run_at, started_at = m.started_at, record = m.record,
         failures = m.failures, stall_count = m.stall_count, last_heartbeat = m.last_heartbeat, worker_id = NULL,
-        {_END_LEASE}
+        -- Every way out of active frees the job's unique key, a retry included, as in memory.
+        unique_key = NULL, {_END_LEASE}
     FROM unnest($2::text[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::int[],
                 $14::bigint[])
         AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat)

@@ -76,22 +76,22 @@ SELECT count(*) FROM dropped
 """
 
 # Jobs ($2 ids, $3 records, $4 run times) back to waiting from one of the states $7: fresh attempts, no result
-# or DLQ entry, the failure history $5 and DLQ lifetime $6 an automatic retry keeps (NULL: none). A job whose
-# unique key another live job holds stays.
+# or DLQ entry, the failure history $5 and DLQ lifetime $6 an automatic retry keeps (NULL: none), their unique
+# key ($8) claimed anew. A job whose unique key another live job holds stays.
 _REQUEUE = f"""
 WITH req AS (
-    SELECT * FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::bytea[], $6::bytea[])
-        AS r(id, record, run_at, failures, generation)
+    SELECT * FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::bytea[], $6::bytea[], $8::text[])
+        AS r(id, record, run_at, failures, generation, unique_key)
 ), back AS (
     UPDATE bunqueue_jobs j
     SET state = {states.READY}, attempts = 0, stall_count = 0, started_at = NULL, completed_at = NULL,
         run_at = r.run_at, last_heartbeat = r.run_at, record = r.record, failures = r.failures,
-        dlq_generation = r.generation
+        dlq_generation = r.generation, unique_key = r.unique_key
     FROM req r
     WHERE j.namespace = $1 AND j.id = r.id AND j.state = ANY($7::smallint[])
-      AND (j.unique_key IS NULL OR NOT EXISTS (
+      AND (r.unique_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM bunqueue_jobs o WHERE o.namespace = $1 AND o.queue = j.queue
-          AND o.unique_key = j.unique_key AND o.state IN ({_LIVE}) AND o.id <> j.id))
+          AND o.unique_key = r.unique_key AND o.state IN ({_LIVE}) AND o.id <> j.id))
     RETURNING j.id, j.queue, j.state
 ), dlq_gone AS (
     DELETE FROM bunqueue_dlq d USING back WHERE d.namespace = $1 AND d.job_id = back.id
@@ -251,7 +251,20 @@ class DlqFamily(Family):
         histories: list[bytes] | None = None, generations: list[bytes] | None = None,
     ) -> set[str]:
         """``Transitions.restart`` for each job, in one statement: the ids that moved. An automatic DLQ retry
-        keeps each job's failure history and next DLQ lifetime (``histories``, ``generations``)."""
+        keeps each job's failure history and next DLQ lifetime (``histories``, ``generations``). Of jobs that
+        share a unique key only the first may take it, as in memory, where it is taken in turn."""
+        keys: set[tuple[str, str]] = set()
+        kept = []
+        for i, job in enumerate(jobs):
+            if job.unique_key is not None:
+                if (job.queue, job.unique_key) in keys:
+                    continue
+                keys.add((job.queue, job.unique_key))
+            kept.append(i)
+        if len(kept) < len(jobs):
+            jobs = [jobs[i] for i in kept]
+            histories = None if histories is None else [histories[i] for i in kept]
+            generations = None if generations is None else [generations[i] for i in kept]
         for job in jobs:
             job.attempts = 0
             job.stall_count = 0
@@ -266,7 +279,7 @@ class DlqFamily(Family):
         rows = await conn.fetch(
             _REQUEUE, self.namespace, [job.id for job in jobs], [pack(job.to_record()) for job in jobs],
             [int(now)] * len(jobs), none if histories is None else histories,
-            none if generations is None else generations, [from_state],
+            none if generations is None else generations, [from_state], [job.unique_key for job in jobs],
         )
         for queue in {job.queue for job in jobs}:
             self.hot.wakeups.wake(queue)

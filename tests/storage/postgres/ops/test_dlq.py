@@ -207,6 +207,29 @@ def test_the_dlq_retries_automatically_and_expires_entries_as_in_memory(twins: T
     assert len(twins.same({"cmd": "Dlq", "queue": q})["entries"]) == 1
 
 
+def test_a_failed_attempt_frees_the_unique_key_and_a_retry_claims_it_anew(twins: Twins) -> None:
+    q = "dlq-keys"
+    twins.same({"cmd": "PUSH", "queue": q, "data": "first", "uniqueKey": "k", "maxAttempts": 2, "backoff": 0})
+    twins.same({"cmd": "PUSH", "queue": q, "data": "dup", "uniqueKey": "k"})
+    _pull_both(twins, q)
+    twins.same({"cmd": "FAIL", "id": "$0", "error": "x"})
+    # Waiting for its retry, the job no longer holds the key: a new push with it is a new job.
+    twins.same({"cmd": "PUSH", "queue": q, "data": "second", "uniqueKey": "k", "maxAttempts": 1})
+    for _ in range(2):
+        _pull_both(twins, q)
+    twins.same({"cmd": "FAIL", "id": "$0", "error": "y"})
+    twins.same({"cmd": "FAIL", "id": "$2", "error": "z"})
+    twins.same({"cmd": "PUSH", "queue": q, "data": "third", "uniqueKey": "k"})
+    # The key is held by the live third job: neither DLQ entry may come back.
+    assert twins.same({"cmd": "RetryDlq", "queue": q})["count"] == 0
+    _pull_both(twins, q)
+    twins.same({"cmd": "ACK", "id": "$3"})
+    # Both entries share the key: the first retried takes it, the other stays.
+    assert twins.same({"cmd": "RetryDlq", "queue": q})["count"] == 1
+    assert twins.same({"cmd": "RetryDlq", "queue": q, "jobId": "$2"})["count"] == 0
+    assert len(twins.same({"cmd": "Dlq", "queue": q})["entries"]) == 1
+
+
 def test_a_job_failed_on_one_broker_is_in_the_dlq_of_another(postgres: PostgresServer) -> None:
     namespace = f"dlq-two-{uuid.uuid4().hex[:8]}"
     a = postgres_broker(postgres, namespace)
