@@ -40,7 +40,9 @@ Batching: one statement per kind of write, shared by concurrent requests
       memory engine's error, chosen from the row as it is after the statement (one more read, on the
       refusal path only); of two requests for one job in a batch, the one with the lease's token wins.
       Results go to ``bunqueue_results`` in the same statement (a data-modifying CTE); dependants are
-      released by one UPDATE over ``bunqueue_job_dependencies``.
+      released by one UPDATE over ``bunqueue_job_dependencies``. Completed jobs stay until cleaned or
+      removed (removeOnComplete), as the rows of a durable memory store do: ``maxCompletedJobs`` bounds
+      only the memory engine's in-memory copies.
 
 Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
