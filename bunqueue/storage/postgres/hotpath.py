@@ -199,7 +199,7 @@ class HotPath:
             out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
         return out
 
-    # -- ack, fail ---------------------------------------------------------------------------------------------
+    # -- ack, fail -----------------------------------------------------------------------------------------
 
     async def ack(
         self, job_id: Any, token: Any, result: Any = None, has_result: bool = False, remove: bool = False
