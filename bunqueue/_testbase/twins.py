@@ -12,6 +12,9 @@ Reply = dict[str, Any]
 TIMES = frozenset({
     "timestamp", "createdAt", "startedAt", "processedOn", "runAt", "finishedOn", "completedAt", "lastHeartbeat",
     "ts", "time", "addedAt", "lastSeen", "registeredAt", "nextRun", "lastRun", "expiresAt", "updatedAt",
+    "failedAt", "enteredAt", "lastRetryAt", "nextRetryAt", "oldestEntry", "newestEntry",
+    # A span between two of those times.
+    "duration",
 })
 IDS = frozenset({"id", "ids", "jobId", "jobIds", "parentId", "childId"})
 TOKENS = frozenset({"token", "tokens", "lockToken"})

@@ -93,26 +93,9 @@ class DeadLetters:
         while len(entries) >= config["maxEntries"]:
             evicted.append(self._pop_oldest(entries))
         generation = self.generations.pop(job.id, None)
-        if generation is None:
-            max_age = config["maxAge"]
-            generation = {
-                "enteredAt": now,
-                "retryCount": 0,
-                "lastRetryAt": None,
-                "nextRetryAt": now + config["autoRetryInterval"] if config["autoRetry"] else None,
-                "expiresAt": None if max_age is None else now + max_age,
-            }
-        entry = entries[job.id] = {
-            "job": job,
-            "enteredAt": generation["enteredAt"],
-            "reason": reason,
-            "error": error,
-            "attempts": attempts,
-            "retryCount": generation["retryCount"],
-            "lastRetryAt": generation["lastRetryAt"],
-            "nextRetryAt": generation["nextRetryAt"],
-            "expiresAt": generation["expiresAt"],
-        }
+        entry = entries[job.id] = filed_entry(
+            job, reason, error, attempts, generation if generation is not None else first_generation(config, now)
+        )
         self.queue_of[job.id] = queue
         self.schedule(entry, config)
         return entry, evicted
@@ -172,11 +155,7 @@ class DeadLetters:
 
     def schedule(self, entry: Entry, config: dict[str, Any]) -> None:
         """Arm the entry's next maintenance time: its expiry or its next automatic retry."""
-        when = entry["expiresAt"]
-        retry_at = entry["nextRetryAt"]
-        retrying = retry_at is not None and config["autoRetry"] and entry["retryCount"] < config["maxAutoRetries"]
-        if retrying and (when is None or retry_at < when):
-            when = retry_at
+        when = maintenance_time(entry, config)
         job_id = entry["job"].id
         if when is None:
             self.due.remove(job_id)
@@ -202,79 +181,128 @@ class DeadLetters:
 
     def keep_generation(self, entry: Entry, now: float) -> None:
         """Before an automatic retry: the job's next entry continues this one, one retry further on."""
-        config = self.config(entry["job"].queue)
-        count = entry["retryCount"] + 1
-        self.generations[entry["job"].id] = {
-            "enteredAt": entry["enteredAt"],
-            "retryCount": count,
-            "lastRetryAt": now,
-            # Each automatic retry waits twice as long as the one before.
-            "nextRetryAt": (
-                now + config["autoRetryInterval"] * 2.0 ** (count - 1)
-                if count < config["maxAutoRetries"] else None
-            ),
-            "expiresAt": entry["expiresAt"],
-        }
+        self.generations[entry["job"].id] = next_generation(entry, self.config(entry["job"].queue), now)
 
     # -- views -------------------------------------------------------------------------------------
 
     def select(self, queue: str, spec: dict[str, Any], now: float) -> list[Entry]:
-        """Entries matching a Dlq filter, oldest first. Zero or empty criteria select everything."""
-        config = self.config(queue)
-        reason = spec.get("reason")
-        older = spec.get("olderThan")
-        newer = spec.get("newerThan")
-        out = []
-        for entry in self.entries(queue):
-            if reason and entry["reason"] != reason:
-                continue
-            if older and entry["enteredAt"] > older:
-                continue
-            if newer and entry["enteredAt"] < newer:
-                continue
-            if spec.get("retriable") and not can_auto_retry(entry, config, now):
-                continue
-            if spec.get("expired") and not is_expired(entry, now):
-                continue
-            out.append(entry)
-        # Slices as JS does: a zero limit or offset is no limit or offset, a negative one counts from the end.
-        offset = spec.get("offset")
-        if offset:
-            out = out[slice(*js_slice_bounds(offset, len(out), len(out)))]
-        limit = spec.get("limit")
-        if limit:
-            out = out[slice(*js_slice_bounds(0, limit, len(out)))]
-        return out
+        """Entries matching a Dlq filter, oldest first."""
+        return select_entries(self.entries(queue), self.config(queue), spec, now)
 
     def stats(self, queue: str, now: float) -> dict[str, Any]:
-        config = self.config(queue)
-        entries = self.entries(queue)
-        by_reason = dict.fromkeys(REASONS, 0)
-        pending = expired = 0
-        oldest: float | None = None
-        newest: float | None = None
-        for entry in entries:
-            by_reason[entry["reason"]] = by_reason.get(entry["reason"], 0) + 1
-            retry_at = entry["nextRetryAt"]
-            if retry_at and retry_at <= now and entry["retryCount"] < config["maxAutoRetries"]:
-                pending += 1
-            expires_at = entry["expiresAt"]
-            if expires_at and expires_at <= now:
-                expired += 1
-            entered = entry["enteredAt"]
-            if oldest is None or entered < oldest:
-                oldest = entered
-            if newest is None or entered > newest:
-                newest = entered
-        return {
-            "total": len(entries),
-            "byReason": by_reason,
-            "byQueue": {queue: len(entries)},
-            "pendingRetry": pending,
-            "expired": expired,
-            "oldestEntry": oldest,
-            "newestEntry": newest,
-        }
+        return entry_stats(queue, self.entries(queue), self.config(queue), now)
+
+
+def maintenance_time(entry: Entry, config: dict[str, Any]) -> float | None:
+    """When an entry next needs the DLQ's maintenance: its expiry or its next automatic retry, if any."""
+    when: float | None = entry["expiresAt"]
+    retry_at = entry["nextRetryAt"]
+    retrying = retry_at is not None and config["autoRetry"] and entry["retryCount"] < config["maxAutoRetries"]
+    if retrying and (when is None or retry_at < when):
+        when = retry_at
+    return when
+
+
+def next_generation(entry: Entry, config: dict[str, Any], now: float) -> dict[str, Any]:
+    """The lifetime fields of the entry a job automatically retried from ``entry`` files if it fails again."""
+    count = entry["retryCount"] + 1
+    return {
+        "enteredAt": entry["enteredAt"],
+        "retryCount": count,
+        "lastRetryAt": now,
+        # Each automatic retry waits twice as long as the one before.
+        "nextRetryAt": (
+            now + config["autoRetryInterval"] * 2.0 ** (count - 1) if count < config["maxAutoRetries"] else None
+        ),
+        "expiresAt": entry["expiresAt"],
+    }
+
+
+def first_generation(config: dict[str, Any], now: float) -> dict[str, Any]:
+    """The lifetime fields of a job's first DLQ entry, by the queue's policy when it is filed."""
+    max_age = config["maxAge"]
+    return {
+        "enteredAt": now,
+        "retryCount": 0,
+        "lastRetryAt": None,
+        "nextRetryAt": now + config["autoRetryInterval"] if config["autoRetry"] else None,
+        "expiresAt": None if max_age is None else now + max_age,
+    }
+
+
+def filed_entry(
+    job: Job, reason: str, error: Any, attempts: list[dict[str, Any]], generation: dict[str, Any]
+) -> Entry:
+    """A DLQ entry for ``job``, its failure history ``attempts`` and lifetime ``generation``."""
+    return {
+        "job": job,
+        "enteredAt": generation["enteredAt"],
+        "reason": reason,
+        "error": error,
+        "attempts": attempts,
+        "retryCount": generation["retryCount"],
+        "lastRetryAt": generation["lastRetryAt"],
+        "nextRetryAt": generation["nextRetryAt"],
+        "expiresAt": generation["expiresAt"],
+    }
+
+
+def select_entries(entries: list[Entry], config: dict[str, Any], spec: dict[str, Any], now: float) -> list[Entry]:
+    """The entries (oldest first) matching a Dlq filter. Zero or empty criteria select everything."""
+    reason = spec.get("reason")
+    older = spec.get("olderThan")
+    newer = spec.get("newerThan")
+    out = []
+    for entry in entries:
+        if reason and entry["reason"] != reason:
+            continue
+        if older and entry["enteredAt"] > older:
+            continue
+        if newer and entry["enteredAt"] < newer:
+            continue
+        if spec.get("retriable") and not can_auto_retry(entry, config, now):
+            continue
+        if spec.get("expired") and not is_expired(entry, now):
+            continue
+        out.append(entry)
+    # Slices as JS does: a zero limit or offset is no limit or offset, a negative one counts from the end.
+    offset = spec.get("offset")
+    if offset:
+        out = out[slice(*js_slice_bounds(offset, len(out), len(out)))]
+    limit = spec.get("limit")
+    if limit:
+        out = out[slice(*js_slice_bounds(0, limit, len(out)))]
+    return out
+
+
+def entry_stats(queue: str, entries: list[Entry], config: dict[str, Any], now: float) -> dict[str, Any]:
+    """GetDlqStats of one queue's entries."""
+    by_reason = dict.fromkeys(REASONS, 0)
+    pending = expired = 0
+    oldest: float | None = None
+    newest: float | None = None
+    for entry in entries:
+        by_reason[entry["reason"]] = by_reason.get(entry["reason"], 0) + 1
+        retry_at = entry["nextRetryAt"]
+        if retry_at and retry_at <= now and entry["retryCount"] < config["maxAutoRetries"]:
+            pending += 1
+        expires_at = entry["expiresAt"]
+        if expires_at and expires_at <= now:
+            expired += 1
+        entered = entry["enteredAt"]
+        if oldest is None or entered < oldest:
+            oldest = entered
+        if newest is None or entered > newest:
+            newest = entered
+    return {
+        "total": len(entries),
+        "byReason": by_reason,
+        "byQueue": {queue: len(entries)},
+        "pendingRetry": pending,
+        "expired": expired,
+        "oldestEntry": oldest,
+        "newestEntry": newest,
+    }
 
 
 def can_auto_retry(entry: Entry, config: dict[str, Any], now: float) -> bool:

@@ -71,7 +71,7 @@ class Transitions(TransitionCore):
         """A reported failure: recorded, then retried with backoff unless it was the last attempt."""
         attempts = job.attempts
         if stack is not None:
-            job.stacktrace = _cap_stack(stack, job.stack_trace_limit)
+            job.stacktrace = cap_stack(stack, job.stack_trace_limit)
         terminal = unrecoverable or attempts >= job.max_attempts
         if cause is TIMED_OUT:
             reason = "timeout"
@@ -113,7 +113,7 @@ class Transitions(TransitionCore):
                 self.events.stalled(job, to_dlq)
         if to_dlq:
             reason = "max_attempts_exceeded" if attempts_out else "stalled"
-            error = _stall_error(job, cause, attempts_out)
+            error = stall_error(job, cause, attempts_out)
             job.started_at = math.nan
             if cause is INTERRUPTED:
                 self.record_failure(job, reason, error, now)
@@ -298,7 +298,7 @@ class Transitions(TransitionCore):
         return self.stalls.next_check()
 
 
-def _stall_error(job: Job, cause: str, attempts_out: bool) -> str:
+def stall_error(job: Job, cause: str, attempts_out: bool) -> str:
     """The DLQ error of a stall that ran out of attempts or stalls."""
     if cause is LEASE_EXPIRED:
         return errors.lock_expired_at_max_attempts(job.max_attempts) if attempts_out else errors.LOCK_EXPIRED
@@ -310,7 +310,7 @@ def _stall_error(job: Job, cause: str, attempts_out: bool) -> str:
     return INTERRUPTED_ERROR
 
 
-def _cap_stack(stack: Any, limit: Any) -> list[str] | None:
+def cap_stack(stack: Any, limit: Any) -> list[str] | None:
     if type(stack) is not list:
         return None
     lines = [line for line in stack[:100] if type(line) is str]

@@ -45,7 +45,9 @@ Batching: one statement per kind of write, shared by concurrent requests
       memory engine's error, chosen from the row as it is after the statement (one more read, on the
       refusal path only); of two requests for one job in a batch, the one with the lease's token wins.
       Results go to ``bunqueue_results`` in the same statement (a data-modifying CTE); dependants are
-      released by one UPDATE over ``bunqueue_job_dependencies``.
+      released by one UPDATE over ``bunqueue_job_dependencies``. Completed jobs stay until cleaned or
+      removed (removeOnComplete), as the rows of a durable memory store do: ``maxCompletedJobs`` bounds
+      only the memory engine's in-memory copies.
 
 Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
@@ -63,11 +65,12 @@ Leases, expiry and fencing
     A claimed job carries ``lease_token`` (the worker's token), ``lease_broker`` and ``lease_session`` (the
     granting broker session's fencing token, from ``bunqueue_session_seq``) and ``lease_expires_at``
     (lockTtl after the claim or the last renewal). Any broker answers a worker's ack, fail or extend-lock by
-    token alone, so a worker that reconnects to another broker keeps its job and its token. Expiry is one
-    statement for all rows at once, run by whichever broker's timer fires: ``UPDATE bunqueue_jobs SET
-    state = READY | DELAYED (retry backoff), lease_token = NULL ... WHERE namespace = $1 AND state = ACTIVE
-    AND lease_expires_at <= now RETURNING id, queue``, driven by the partial index ``bunqueue_jobs_leases``;
-    a killed broker's leases thus come back as soon as their lockTtl passes. Sessions are the second
+    token alone, so a worker that reconnects to another broker keeps its job and its token. Expiry takes every
+    lapsed row at once, run by whichever broker's timer fires: ``SELECT ... WHERE namespace = $1 AND state =
+    ACTIVE AND lease_expires_at <= now FOR UPDATE SKIP LOCKED`` (the partial index ``bunqueue_jobs_leases``),
+    then one write of every outcome (back to its queue with a stall counted, or the DLQ at maxStalls), so a
+    killed broker's leases come back as soon as their lockTtl passes. A pull without an owner gets no token,
+    as in memory: any ACK or FAIL settles its job, and only its lease's lapse returns it. Sessions are the second
     fence: ``sessions.BrokerSession`` renews the broker's row; a broker whose session lapsed, was deleted
     or was taken over stops claiming (``BrokerSession.valid`` is checked before a claim, and the claim
     statement checks the row), and when it cannot reach the database it stops at its local deadline, before
@@ -112,11 +115,8 @@ What is next
     - The engine: the memory ``Broker``'s components as the cache for everything but the job family,
       ``awaits_jobs`` True, ``PostgresJobs`` bound in; then ``server/app.py`` builds it and the refusal at
       start goes.
-    - What ``hotpath`` leaves out, each answered as the memory engine answers it: retry backoff (a FAIL
-      with attempts left is ready at once today), the error and stack of a FAIL and the failed/waiting
-      timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, group
-      claims (a pull's ``group`` is not read yet), the DLQ, job events, and a pull without
-      an owner (it is leased like any claim, and its ACK, which carries no token, is refused).
+    - What ``hotpath`` leaves out, each answered as the memory engine answers it: dependencies, parents and
+      repeats at push, group claims (a pull's ``group`` is not read yet) and queue limits, and job events.
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare

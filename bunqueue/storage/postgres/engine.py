@@ -24,6 +24,7 @@ from bunqueue.storage.postgres.jobfamily import PostgresJobs
 from bunqueue.storage.postgres.ops.cleanup import CleanupFamily
 from bunqueue.storage.postgres.ops.cron import CRON_SWEEP_S, CronFamily
 from bunqueue.storage.postgres.ops.dedup import DedupFamily
+from bunqueue.storage.postgres.ops.dlq import DlqFamily
 from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
 from bunqueue.storage.postgres.ops.limits import LimitsFamily
 from bunqueue.storage.postgres.ops.listing import ListingFamily
@@ -32,6 +33,7 @@ from bunqueue.storage.postgres.ops.locks import LocksFamily
 from bunqueue.storage.postgres.ops.logs import LogsFamily
 from bunqueue.storage.postgres.ops.queries import QueriesFamily
 from bunqueue.storage.postgres.ops.queuecontrol import QueueControlFamily
+from bunqueue.storage.postgres.ops.stalls import StallsFamily
 from bunqueue.storage.postgres.ops.webhooks import WEBHOOK_REFRESH_S, WebhooksFamily
 from bunqueue.storage.postgres.ops.workers import WORKER_SWEEP_S, WorkersFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
@@ -41,8 +43,11 @@ log = logging.getLogger("bunqueue")
 
 # How often this broker returns lapsed leases to work (any broker may: the statement takes them all).
 LEASE_SWEEP_S = 0.5
-# How often delayed jobs that came due are made claimable (any broker may: the statement takes them all).
+# How often delayed jobs that came due (retries after their backoff among them) are made claimable (any broker
+# may: the statement takes them all).
 DUE_SWEEP_S = 0.05
+# How often due DLQ entries are retried automatically or expired.
+DLQ_MAINTENANCE_S = 1.0
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
 
@@ -52,6 +57,7 @@ class PostgresEngine(
     CleanupFamily,
     CronFamily,
     DedupFamily,
+    DlqFamily,
     JobControlFamily,
     LimitsFamily,
     ListingFamily,
@@ -60,6 +66,7 @@ class PostgresEngine(
     LogsFamily,
     QueriesFamily,
     QueueControlFamily,
+    StallsFamily,
     WebhooksFamily,
     WorkersFamily,
 ):
@@ -89,7 +96,8 @@ class PostgresEngine(
 
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
-        self.every("delayed promotion", DUE_SWEEP_S, self.promote_delayed)
+        self.every("delayed promotion", DUE_SWEEP_S, self.hot.promote_due)
+        self.every("dlq maintenance", DLQ_MAINTENANCE_S, self.maintain_dlq)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
         self.every("crons", CRON_SWEEP_S, self.fire_due_crons)
         self.every("webhooks", WEBHOOK_REFRESH_S, self.refresh_webhooks)

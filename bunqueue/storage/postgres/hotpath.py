@@ -5,16 +5,18 @@ Every kind of request goes through a ``Collector``: concurrent callers share one
 queue, as one claim statement serves one queue. Errors a caller can cause are ``CommandError`` with the
 memory engine's texts; the other requests of the same flush are not affected by them.
 
-Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
-promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), group limits,
-removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the attempt it
-cost counted; the max-attempts check happens at the next FAIL) and job events. Queue pause and limits are
-the claim statement's (see ``statements.CLAIM``).
+An ack is one statement; a fail and a lease-expiry sweep are a read of the running rows (locked) and one
+write, as their outcome is decided in Python exactly as the memory engine decides it (``attempts``: backoff,
+failure history, timeline, the DLQ or removal, stalls). Due delayed jobs are claimed with the ready ones and
+promoted by ``promote_due``. Queue pause and limits are the claim statement's (see ``statements.CLAIM``).
+
+Not here yet, and kept for the engine around this: job timeouts and the stall detector's own timing (a
+lapsed lease is the only stall).
 """
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -24,6 +26,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -34,8 +37,12 @@ from bunqueue.storage.schema import pack
 # (count, owner, lock ttl in ms) of one pull.
 ClaimRequest = tuple[int, "str | None", int]
 Claimed = tuple[list[Job], list[str]]
-# (job id, lease token, the value the statement's last array gets: a packed result, or the fail's finality).
+# (job id, lease token, what the ack or fail carries: (packed result, remove) or (error, stack, final, remove)).
 SettleRequest = tuple[Any, Any, Any]
+# Runs one batch of settle requests (each job named once): the outcome of each job it settled, by id.
+SettleRun = Callable[[asyncpg.Connection, list[SettleRequest]], Awaitable[dict[str, Any]]]
+# How many lapsed leases one sweep takes (the rest wait for the next).
+EXPIRY_BATCH = 5000
 
 
 class PushLost(Exception):
@@ -214,75 +221,151 @@ class HotPath:
 
     # -- ack, fail -----------------------------------------------------------------------------------------
 
-    async def ack(self, job_id: Any, token: Any, result: Any = None, has_result: bool = False) -> None:
-        """Complete the running attempt ``token`` holds, keeping ``result`` when there is one."""
-        await self._acks.submit((job_id, token, pack(result) if has_result else None))
+    async def ack(
+        self, job_id: Any, token: Any, result: Any = None, has_result: bool = False, remove: bool = False
+    ) -> None:
+        """Complete the running attempt ``token`` holds, keeping ``result`` when there is one; the job is
+        deleted instead when ``remove`` or its removeOnComplete says so."""
+        await self._acks.submit((job_id, token, (pack(result) if has_result else None, remove)))
 
-    async def fail(self, job_id: Any, token: Any, final: bool = False) -> int:
-        """End the running attempt as failed; the job's state after it (READY to retry, or FAILED)."""
-        state: int = await self._fails.submit((job_id, token, final))
-        return state
+    async def fail(
+        self, job_id: Any, token: Any, final: bool = False, error: Any = None, stack: Any = None,
+        remove: bool = False,
+    ) -> Any:
+        """End the running attempt as failed: its state after (READY or DELAYED to retry, FAILED in the DLQ),
+        None when it was deleted (removeOnFail, or ``remove``), ``LATE`` when a token names an attempt already
+        lost whose job waits in its queue again (the retry counted the failure)."""
+        return await self._fails.submit((job_id, token, (error, stack, final, remove)))
 
-    async def _flush_acks(self, requests: list[SettleRequest]) -> list[None | CommandError]:
-        return [row if isinstance(row, CommandError) else None for row in await self._settle(statements.ACK, requests)]
+    async def _flush_acks(self, requests: list[SettleRequest]) -> list[Any]:
+        return await self._settle(self._run_acks, requests, False)
 
-    async def _flush_fails(self, requests: list[SettleRequest]) -> list[int | CommandError]:
-        out: list[int | CommandError] = []
-        for row in await self._settle(statements.FAIL, requests):
-            if isinstance(row, CommandError):
-                out.append(row)
-                continue
-            _id, _token, state, queue = row
+    async def _flush_fails(self, requests: list[SettleRequest]) -> list[Any]:
+        return await self._settle(self._run_fails, requests, True)
+
+    async def _run_acks(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
+        rows = await conn.fetch(
+            statements.ACK, self.namespace, [r[0] for r in requests], [r[1] for r in requests],
+            [r[2][0] for r in requests], [r[2][1] for r in requests],
+        )
+        return {row[0]: None for row in rows}
+
+    async def _run_fails(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
+        """Read the running rows, decide each loss as the memory engine does, write them all: one read and one
+        write in one transaction."""
+        details = {job_id: detail for job_id, _token, detail in requests}
+        losses = Losses()
+        async with conn.transaction():
+            rows = await conn.fetch(
+                statements.LOSE_READ, self.namespace, [r[0] for r in requests], [r[1] for r in requests]
+            )
+            for row in rows:
+                error, stack, final, remove = details[row["id"]]
+                losses.failed(Lost(row), error, stack, final, remove)
+            if rows:
+                await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
+        return self._settled(losses)
+
+    def _settled(self, losses: Losses) -> dict[str, int | None]:
+        outcome: dict[str, int | None] = dict.fromkeys(losses.removed)
+        for job_id, queue, state in zip(losses.ids, losses.queues, losses.states):
+            outcome[job_id] = state
             if state == states.READY:
                 self.wakeups.wake(queue)
-            out.append(state)
-        return out
+        return outcome
 
-    async def _settle(self, statement: str, requests: list[SettleRequest]) -> list[Sequence[Any] | CommandError]:
-        """Run an ack or fail statement for every request that can match; the rows it changed, in request
-        order, and for the rest the reason they were refused.
+    async def _settle(self, run: SettleRun, requests: list[SettleRequest], failing: bool) -> list[Any]:
+        """Run ``run`` (an ack or fail statement) for every request that can match; each request's outcome,
+        in order, or the reason it was refused (a FAIL that came late: ``LATE``).
 
-        Two requests for one job in a batch are both sent: the statement changes the row once, for the one
-        whose token matches, and the other is judged afterwards, as if it had come second.
+        Each run names a job once: a second request for the same job is run after the first is settled, and
+        judged as if it had come second. A token that is not a string is sent as one no lease holds.
         """
-        sendable = [request for request in requests if type(request[0]) is str and type(request[1]) is str]
-        outcomes: list[Sequence[Any] | CommandError | None] = []
+        outcomes: list[Any] = [_REFUSED] * len(requests)
+        pending = [i for i, request in enumerate(requests) if type(request[0]) is str]
         async with self.pool.acquire() as conn:
-            rows = await conn.fetch(
-                statement, self.namespace, *(list(column) for column in zip(*sendable))
-            ) if sendable else []
-            done = {(row[0], row[1]): row for row in rows}
-            for job_id, token, _value in requests:
-                outcomes.append(done.pop((job_id, token), None) if type(job_id) is str and type(token) is str else None)
-            named = [request[0] for request, row in zip(requests, outcomes) if row is None and type(request[0]) is str]
-            found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, named)} \
-                if named else {}
+            while pending:
+                batch: list[int] = []
+                later: list[int] = []
+                named: set[str] = set()
+                for i in pending:
+                    (later if requests[i][0] in named else batch).append(i)
+                    named.add(requests[i][0])
+                done = await run(conn, [_sendable(requests[i]) for i in batch])
+                for i in batch:
+                    outcomes[i] = done.get(requests[i][0], _REFUSED)
+                pending = later
+            refused = [request[0] for request, outcome in zip(requests, outcomes)
+                       if outcome is _REFUSED and type(request[0]) is str]
+            found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, refused)} \
+                if refused else {}
         return [
-            row if row is not None else CommandError(_refusal(found.get(job_id), job_id, token))
-            for (job_id, token, _value), row in zip(requests, outcomes)
+            outcome if outcome is not _REFUSED else _refused(found.get(job_id), job_id, token, failing)
+            for (job_id, token, _value), outcome in zip(requests, outcomes)
         ]
 
     async def first_refusal(self, pairs: list[tuple[str, Any]]) -> CommandError | None:
         """The refusal an ack of the first (job id, token) pair that holds no running lease would get, in
         order; None when every pair holds one. A job named twice holds no lease the second time."""
-        rows = await self.pool.fetch(statements.SETTLE_REFUSED, self.namespace, [job_id for job_id, _ in pairs])
+        named = [job_id for job_id, _ in pairs if type(job_id) is str]
+        rows = await self.pool.fetch(statements.SETTLE_REFUSED, self.namespace, named) if named else []
         found = {row["id"]: row for row in rows}
         seen: set[str] = set()
         for job_id, token in pairs:
-            row = found.get(job_id)
-            if job_id in seen or row is None or row["state"] != states.ACTIVE or row["lease_token"] != token:
-                return CommandError(_refusal(None if job_id in seen else row, job_id, token))
+            row = found.get(job_id) if job_id not in seen else None
+            if row is None or not (_holds(row, token) or _requeued_after_loss(row)):
+                return CommandError(_refusal(row, job_id, token))
             seen.add(job_id)
         return None
 
     # -- leases --------------------------------------------------------------------------------------------
 
     async def expire_leases(self) -> list[tuple[str, str]]:
-        """Every lapsed lease of the namespace back to ready: the (job id, queue) pairs it returned."""
-        rows = await self.pool.fetch(statements.EXPIRE_LEASES, self.namespace)
-        for queue in {row["queue"] for row in rows}:
-            self.wakeups.wake(queue)
+        """Every lapsed lease of the namespace loses its attempt (as the memory engine's lease expiry: back to
+        its queue at once, or the DLQ when attempts or the queue's maxStalls run out): the (job id, queue)
+        pairs it took."""
+        losses = Losses()
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(statements.EXPIRE_READ, self.namespace, EXPIRY_BATCH)
+            for row in rows:
+                losses.lapsed(Lost(row))
+            if rows:
+                await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
+        self._settled(losses)
         return [(row["id"], row["queue"]) for row in rows]
+
+    async def promote_due(self) -> list[str]:
+        """Delayed jobs whose time has come become ready: the queues that gained some."""
+        queues = [row[0] for row in await self.pool.fetch(statements.PROMOTE_DUE, self.namespace)]
+        for queue in queues:
+            self.wakeups.wake(queue)
+        return queues
+
+
+_REFUSED = object()
+# A FAIL of an attempt already lost (its job waits in its queue again): answered as already finalized.
+LATE = object()
+
+
+def _holds(row: asyncpg.Record, token: Any) -> bool:
+    """The row runs under ``token``'s lease, or under none (a pull without an owner)."""
+    return bool(row["state"] == states.ACTIVE and (row["lease_token"] is None or row["lease_token"] == token))
+
+
+def _requeued_after_loss(row: asyncpg.Record) -> bool:
+    """Back in its queue after an attempt that did not finish (``broker.ops.jobs.requeued_after_loss``)."""
+    return bool((row["state"] == states.READY or row["state"] == states.DELAYED) and row["attempts"] > 0)
+
+
+def _refused(row: asyncpg.Record | None, job_id: Any, token: Any, failing: bool) -> Any:
+    if failing and token and row is not None and _requeued_after_loss(row):
+        return LATE
+    return CommandError(_refusal(row, job_id, token))
+
+
+def _sendable(request: SettleRequest) -> SettleRequest:
+    job_id, token, value = request
+    return (job_id, token if token is None or type(token) is str else "", value)
 
 
 def _refusal(row: asyncpg.Record | None, job_id: Any, token: Any) -> str:

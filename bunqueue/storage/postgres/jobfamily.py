@@ -17,9 +17,10 @@ from bunqueue._core.admission import build_batch
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
+from bunqueue.broker.ops.jobs import finalized
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres.hotpath import HotPath
+from bunqueue.storage.postgres.hotpath import LATE, HotPath
 
 Reply = dict[str, Any]
 
@@ -57,18 +58,18 @@ class PostgresJobs:
             jobs, tokens = await self.hot.claim_wait(queue, count, owner, ttl, timeout_ms)
         else:
             jobs, tokens = await self.hot.claim(queue, count, owner, ttl)
-        # Every claim is leased; a pull that names no owner is answered without tokens, as in memory.
+        # A pull that names no owner holds no tokens (its jobs' leases only lapse), as in memory.
         return jobs, tokens if owner is not None else None
 
     async def ack_async(self, job_id: Any, token: Any, result: Any, has_result: bool, remove: bool) -> Reply:
-        await self.hot.ack(job_id, token, result, has_result)
+        await self.hot.ack(job_id, token, result, has_result, remove)
         return {"ok": True}
 
     async def fail_async(
         self, job_id: Any, token: Any, error: Any, stack: Any, unrecoverable: bool, remove: bool
     ) -> Reply:
-        await self.hot.fail(job_id, token, unrecoverable)
-        return {"ok": True}
+        outcome = await self.hot.fail(job_id, token, unrecoverable, error, stack, remove)
+        return finalized() if outcome is LATE else {"ok": True}
 
     async def ack_batch_async(self, ids: list[Any], tokens: list[Any] | None, results: list[Any] | None) -> Reply:
         """Every position is checked before any job changes, as in memory; a lease lost between the check

@@ -3,11 +3,15 @@
 A push sends a batch column-wise, one array per column, so a statement's size does not depend on how many
 jobs it carries (``unnest`` turns the arrays back into rows). A claimed row comes back as the compiled
 ``Job`` the reply packer writes, its record read back and the columns the claim changed laid over it.
+
+The record is the job as the last write that rewrote it left it (a push, a lost attempt, a restart). The
+claim and the ACK write columns only, so a reader takes their timeline entries from ``started_at`` and
+``completed_at``: ``stored_job`` reads any row that way, as the memory engine would hold the job.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bunqueue._core.jobs import TIMELINE_CAP, Job
@@ -17,11 +21,11 @@ from bunqueue.storage.schema import pack, unpack
 # The order of PushColumns.arrays(), which is the order of the INSERT's unnest arguments ($2 onwards).
 PUSH_COLUMN_TYPES = (
     "text[]", "text[]", "float8[]", "bool[]", "bigint[]", "bigint[]", "int[]",
-    "text[]", "text[]", "text[]", "text[]", "bytea[]",
+    "text[]", "text[]", "text[]", "text[]", "bool[]", "bytea[]",
 )
 PUSH_COLUMN_NAMES = (
     "id", "queue", "priority", "lifo", "run_at", "created_at", "max_attempts",
-    "group_id", "unique_key", "custom_id", "parent_id", "record",
+    "group_id", "unique_key", "custom_id", "parent_id", "remove_on_complete", "record",
 )
 
 
@@ -30,7 +34,7 @@ class PushColumns:
 
     __slots__ = (
         "ids", "queues", "priorities", "lifos", "run_ats", "created_ats", "max_attempts",
-        "group_ids", "unique_keys", "custom_ids", "parent_ids", "records",
+        "group_ids", "unique_keys", "custom_ids", "parent_ids", "removes_on_complete", "records",
     )
 
     def __init__(self) -> None:
@@ -45,6 +49,7 @@ class PushColumns:
         self.unique_keys: list[str | None] = []
         self.custom_ids: list[str | None] = []
         self.parent_ids: list[str | None] = []
+        self.removes_on_complete: list[bool] = []
         self.records: list[bytes] = []
 
     def add(self, job: Job) -> None:
@@ -59,13 +64,14 @@ class PushColumns:
         self.unique_keys.append(job.unique_key)
         self.custom_ids.append(job.custom_id)
         self.parent_ids.append(job.parent_id)
+        self.removes_on_complete.append(bool(job.remove_on_complete))
         self.records.append(pack(job.to_record()))
 
     def arrays(self) -> tuple[list[Any], ...]:
         return (
             self.ids, self.queues, self.priorities, self.lifos, self.run_ats, self.created_ats,
             self.max_attempts, self.group_ids, self.unique_keys, self.custom_ids, self.parent_ids,
-            self.records,
+            self.removes_on_complete, self.records,
         )
 
     def __len__(self) -> int:
@@ -85,64 +91,69 @@ def claimed_job(row: Sequence[Any]) -> Job:
     job.run_at = run_at
     job.state = states.ACTIVE
     job.attempts = attempts - 1
-    job.note({"state": states.ACTIVE_NAME, "timestamp": started_at})
+    # Times are wire doubles, as the memory engine's are.
+    job.note({"state": states.ACTIVE_NAME, "timestamp": float(started_at)})
     job.started_at = started_at
     job.last_heartbeat = started_at
     job.seq = seq
     return job
 
 
-# What a stored job is read with (``stored_job``): the columns that win over the record's copies, then it.
+# The columns ``stored_job`` reads (with ``record``): the columns that win over the record's copies. For a
+# SELECT list: ``stored_columns("j")``.
 STORED_COLUMNS = (
-    "state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,"
-    " max_attempts, record"
+    "record", "state", "run_at", "attempts", "started_at", "completed_at", "stall_count", "seq", "last_heartbeat",
+    "priority", "lifo", "max_attempts",
 )
-# States whose row counts the running or finished claim in ``attempts`` while the wire does not.
-_CLAIM_COUNTED = (states.ACTIVE, states.COMPLETED)
-# States that keep the last attempt's start time on the wire (a retry or a lapsed lease clears it).
-_STARTED = (states.ACTIVE, states.COMPLETED, states.FAILED)
 
 
-def stored_job(row: Sequence[Any]) -> Job:
-    """A job as it is stored now (a row read with ``STORED_COLUMNS``), as the memory engine would show it.
+def stored_columns(alias: str) -> str:
+    return ", ".join(f"{alias}.{name}" for name in STORED_COLUMNS)
 
-    The hot path changes columns only: the claim's ``active`` timeline entry and the ack's ``completed``
-    one are written by no statement, so they are laid into the record's timeline here from ``started_at``
-    and ``completed_at``, each where its time puts it and only when the record does not hold it."""
-    (state, attempts, started_at, completed_at, last_heartbeat, stall_count, seq, priority, lifo, run_at,
-     max_attempts, record) = row
-    job = Job.from_record(unpack(record))
+
+def stored_job(row: Mapping[str, Any]) -> Job:
+    """Any job row (read with ``stored_columns``, by name) as the memory engine would hold the job.
+
+    A running row counts the attempt its claim started (the wire counts those before it; the ACK takes
+    that count back when it completes the row). The hot path changes columns only: the claim's ``active``
+    timeline entry and the ack's ``completed`` one are written by no statement, so they are laid into the
+    record's timeline here from ``started_at`` and ``completed_at``, each where its time puts it and only when
+    the record does not hold it. A job back in its queue (a retry, a lapsed lease) shows no start time."""
+    job = Job.from_record(unpack(row["record"]))
+    state = row["state"]
+    started = row["started_at"]
     job.state = state
-    job.attempts = attempts - 1 if state in _CLAIM_COUNTED and attempts > 0 else attempts
-    job.stall_count = stall_count
-    job.seq = seq
-    job.priority = priority
-    job.lifo = lifo
-    job.run_at = run_at
-    job.max_attempts = max_attempts
-    if last_heartbeat is not None:
-        job.last_heartbeat = last_heartbeat
-    if state in _STARTED and started_at is not None:
-        job.started_at = started_at
-        _note_once(job, states.ACTIVE_NAME, started_at)
-    elif state in (states.READY, states.DELAYED) and started_at is not None:
+    job.run_at = float(row["run_at"])
+    job.priority = row["priority"]
+    job.lifo = row["lifo"]
+    job.max_attempts = row["max_attempts"]
+    job.attempts = row["attempts"] - 1 if state == states.ACTIVE else row["attempts"]
+    job.stall_count = row["stall_count"]
+    job.seq = row["seq"]
+    if started is None or state in (states.READY, states.DELAYED):
         job.started_at = math.nan
-    if state == states.COMPLETED and completed_at is not None:
-        job.completed_at = completed_at
-        _note_once(job, states.COMPLETED_NAME, completed_at)
+    else:
+        job.started_at = float(started)
+    if row["last_heartbeat"] is not None:
+        job.last_heartbeat = float(row["last_heartbeat"])
+    if started is not None and state in (states.ACTIVE, states.COMPLETED, states.FAILED):
+        _note_once(job, states.ACTIVE_NAME, float(started))
+    if state == states.COMPLETED and row["completed_at"] is not None:
+        job.completed_at = float(row["completed_at"])
+        _note_once(job, states.COMPLETED_NAME, job.completed_at)
     return job
 
 
-def _note_once(job: Job, name: str, timestamp: int) -> None:
+def _note_once(job: Job, name: str, timestamp: float) -> None:
     """Add the entry (``name`` at ``timestamp``) where its time puts it, unless the timeline holds it (a
     statement that rewrote the record after the claim may have noted it already)."""
     timeline = job.timeline
-    at = len(timeline)
-    while at > 0 and timeline[at - 1]["timestamp"] > timestamp:
-        at -= 1
     for entry in timeline:
         if entry["state"] == name and entry["timestamp"] == timestamp:
             return
+    at = len(timeline)
+    while at > 0 and timeline[at - 1]["timestamp"] > timestamp:
+        at -= 1
     if at == len(timeline):
         job.note({"state": name, "timestamp": timestamp})
         return

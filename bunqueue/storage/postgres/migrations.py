@@ -74,6 +74,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             worker_id text,
             last_heartbeat bigint,
             stall_count integer NOT NULL DEFAULT 0,
+            remove_on_complete boolean NOT NULL DEFAULT false,
+            -- The failure history of the attempts so far (MessagePack list; a DLQ entry's attempts).
+            failures bytea,
+            -- After an automatic DLQ retry: the entry lifetime the job returns to if it fails again.
+            dlq_generation bytea,
             record bytea NOT NULL,
             PRIMARY KEY (namespace, id),
             CHECK (state IN ({", ".join(str(code) for code in _STATES)}))
@@ -128,10 +133,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             queue text NOT NULL,
             job_id text NOT NULL,
             added_at bigint NOT NULL,
+            -- Filing order (oldest first), as the memory DLQ lists a queue's entries.
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            -- The entry's next maintenance: its expiry or its next automatic retry (NULL: none).
+            due_at bigint,
             entry bytea NOT NULL,
             PRIMARY KEY (namespace, queue, job_id)
         )""",
         "CREATE INDEX bunqueue_dlq_age ON bunqueue_dlq (namespace, queue, added_at)",
+        # Listing in filing order, and trimming a queue's DLQ to its maxEntries.
+        "CREATE INDEX bunqueue_dlq_order ON bunqueue_dlq (namespace, queue, seq)",
+        "CREATE INDEX bunqueue_dlq_due ON bunqueue_dlq (namespace, due_at) WHERE due_at IS NOT NULL",
         # Deduplication and debounce keys that outlive their job (deduplication ttl).
         """CREATE TABLE bunqueue_dedup (
             namespace text NOT NULL,
@@ -158,6 +170,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             completed_total bigint NOT NULL DEFAULT 0,
             failed_total bigint NOT NULL DEFAULT 0,
             settings bytea,
+            -- SetDlqConfig's and SetStallConfig's settings (MessagePack), NULL while they are the defaults.
+            dlq_config bytea,
+            stall_config bytea,
             PRIMARY KEY (namespace, queue)
         )""",
         """CREATE TABLE bunqueue_groups (

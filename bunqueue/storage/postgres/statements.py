@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bunqueue.broker.components.queuelimits import DEFAULT_RATE_DURATION
 from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY
-from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES
+from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES, stored_columns
 from bunqueue.storage.postgres.sessions import NOW_MS
 
 # One channel for every namespace (a channel name is an identifier, a namespace any text): the payload
@@ -114,31 +114,49 @@ spent AS (
     WHERE $7 AND q.namespace = $1 AND q.queue = $2 AND q.rate_max IS NOT NULL
 )"""
 
+_SESSION_HOLDS = """EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
+                  WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)"""
+
 # Up to cardinality($5) ready jobs of one queue, best first, for several pulls at once: slot k of the
 # arrays ($5 owners, $6 lock ttls) is the k-th best job, so the caller hands each pull its run of slots.
+# Delayed jobs already due count as ready, as the memory engine's pull promotes them first (the promotion
+# timer may not have run yet): they are read from the small ``bunqueue_jobs_due`` index.
 # The session row is checked in the same statement ($3 broker id, $4 fencing token): a broker whose session
 # lapsed claims nothing. SKIP LOCKED lets brokers claim one queue side by side; a row another claim took
 # meanwhile fails the re-checked state and is skipped too. The queue's controls (``_ROOM``, ``_SPENT``)
-# bound the LIMIT; a row with slot 0 says the queue's limits came or went (see ``_ROOM``).
+# bound the LIMIT; a row with slot 0 says the queue's limits came or went (see ``_ROOM``). A pull without an
+# owner leases its jobs with no token, as in memory: its ACK needs none.
 CLAIM = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 {_ROOM},
 picked AS (
     SELECT id, row_number() OVER (ORDER BY {_CLAIM_ORDER}) AS slot FROM (
-        SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
-        WHERE namespace = $1 AND queue = $2 AND state = {READY}
-          AND EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
-                      WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)
+        SELECT * FROM (
+            SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
+            WHERE namespace = $1 AND queue = $2 AND state = {READY} AND {_SESSION_HOLDS}
+            ORDER BY {_CLAIM_ORDER}
+            LIMIT (SELECT n FROM room)
+            FOR UPDATE SKIP LOCKED
+        ) ready
+        UNION ALL
+        SELECT * FROM (
+            SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
+            WHERE namespace = $1 AND state = {DELAYED} AND run_at <= (SELECT now FROM clock) AND queue = $2
+              AND {_SESSION_HOLDS}
+            ORDER BY run_at
+            LIMIT (SELECT n FROM room)
+            FOR UPDATE SKIP LOCKED
+        ) due
         ORDER BY {_CLAIM_ORDER}
         LIMIT (SELECT n FROM room)
-        FOR UPDATE SKIP LOCKED
     ) best
 ),
 slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot)),
 claimed AS (
     UPDATE bunqueue_jobs j
     SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
-        lease_token = gen_random_uuid()::text, lease_broker = $3, lease_session = $4,
+        lease_token = CASE WHEN slots.owner IS NULL THEN NULL ELSE gen_random_uuid()::text END,
+        lease_broker = $3, lease_session = $4,
         lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
     FROM picked JOIN slots USING (slot), clock
     WHERE j.namespace = $1 AND j.id = picked.id
@@ -152,55 +170,115 @@ UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ro
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
 
-# Acks by (id, token): a row whose token does not match, or that is no longer running, is left alone and
-# missing from the answer (which names the token that matched: the same job may be named twice). Results
-# ($4, NULL for none) are kept in the same statement.
+# A running row an ack or fail may settle: its token is the request's, or it was claimed without an owner
+# (no token: any request settles it, as in memory).
+_SETTLES = f"j.state = {ACTIVE} AND (j.lease_token IS NULL OR j.lease_token = r.token)"
+# What an ack settles besides: a job back in its queue after an attempt that did not finish (a lapsed lease,
+# a retry), which the late ACK completes where it waits, whatever its token, as in memory.
+_ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))"
+
+# Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
+# completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
+# that does not settle is left alone and missing from the answer.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
+req AS (SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::bool[]) AS r(id, token, result, remove)),
 done AS (
-    UPDATE bunqueue_jobs j SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE}
-    FROM unnest($2::text[], $3::text[]) AS a(id, token), clock
-    WHERE j.namespace = $1 AND j.id = a.id AND j.state = {ACTIVE} AND j.lease_token = a.token
-    RETURNING j.id, a.token
+    UPDATE bunqueue_jobs j
+    SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE},
+        -- The wire's count: the attempts before the one that completed (the claim counted it).
+        attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END
+    FROM req r, clock
+    WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
+    RETURNING j.id, r.token, r.result
+), gone AS (
+    DELETE FROM bunqueue_jobs j USING req r
+    WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
+    RETURNING j.id, r.token
+), gone_logs AS (
+    DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
 ), kept AS (
     INSERT INTO bunqueue_results (namespace, job_id, result)
-    SELECT DISTINCT ON (r.id) $1, r.id, r.result
-    FROM unnest($2::text[], $3::text[], $4::bytea[]) AS r(id, token, result) JOIN done USING (id, token)
-    WHERE r.result IS NOT NULL
+    SELECT $1, id, result FROM done WHERE result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
 )
-SELECT id, token FROM done
+SELECT id, token FROM done UNION ALL SELECT id, token FROM gone
 """
 
-# Fails by (id, token): back to ready while attempts remain and the failure is not final ($4), else failed.
-FAIL = f"""
-WITH clock AS (SELECT {NOW_MS} AS now),
-failed AS (
+_LOST_COLUMNS = (
+    f"j.id, j.queue, {stored_columns('j')}, j.failures, j.dlq_generation, q.dlq_config, q.stall_config,"
+    f" {NOW_MS} AS now"
+)
+
+# The running rows fails name ($2 ids, each once, $3 tokens), locked until ``LOSE`` writes their outcome,
+# with their queue's DLQ and stall settings and the database's time.
+LOSE_READ = f"""
+SELECT {_LOST_COLUMNS}, r.token
+FROM unnest($2::text[], $3::text[]) AS r(id, token)
+JOIN bunqueue_jobs j ON j.namespace = $1 AND j.id = r.id
+LEFT JOIN bunqueue_queues q ON q.namespace = $1 AND q.queue = j.queue
+WHERE {_SETTLES}
+FOR UPDATE OF j
+"""
+
+# Lapsed leases of the namespace, up to $2 of them, locked (another broker's sweep skips them).
+EXPIRE_READ = f"""
+SELECT {_LOST_COLUMNS}
+FROM bunqueue_jobs j
+LEFT JOIN bunqueue_queues q ON q.namespace = $1 AND q.queue = j.queue
+WHERE j.namespace = $1 AND j.state = {ACTIVE} AND j.lease_expires_at <= {NOW_MS}
+LIMIT $2
+FOR UPDATE OF j SKIP LOCKED
+"""
+
+# The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14), DLQ entries filed
+# ($9-$12, $15) and the oldest they push out (maxEntries), and jobs deleted ($13) by removeOnFail or the
+# FAIL's remove.
+LOSE = f"""
+WITH moved AS (
     UPDATE bunqueue_jobs j
-    SET state = CASE WHEN a.final OR j.attempts >= j.max_attempts THEN {FAILED} ELSE {READY} END,
-        completed_at = CASE WHEN a.final OR j.attempts >= j.max_attempts THEN clock.now END,
-        worker_id = NULL, {_END_LEASE}
-    FROM unnest($2::text[], $3::text[], $4::bool[]) AS a(id, token, final), clock
-    WHERE j.namespace = $1 AND j.id = a.id AND j.state = {ACTIVE} AND j.lease_token = a.token
-    RETURNING j.id, a.token, j.state, j.queue
-), {_notify_ready("failed")}
-SELECT failed.id, failed.token, failed.state, failed.queue FROM failed, woken
+    SET state = m.state, run_at = m.run_at, started_at = m.started_at, record = m.record,
+        failures = m.failures, stall_count = m.stall_count, last_heartbeat = m.last_heartbeat, worker_id = NULL,
+        -- Every way out of active frees the job's unique key, a retry included, as in memory.
+        unique_key = NULL, {_END_LEASE}
+    FROM unnest($2::text[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::int[],
+                $14::bigint[])
+        AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat)
+    WHERE j.namespace = $1 AND j.id = m.id
+    RETURNING j.queue, j.state
+), filed AS (
+    INSERT INTO bunqueue_dlq (namespace, queue, job_id, added_at, entry, due_at)
+    SELECT $1, d.queue, d.id, d.added_at, d.entry, d.due_at
+    FROM unnest($9::text[], $10::text[], $11::bigint[], $12::bytea[], $15::bigint[])
+        AS d(id, queue, added_at, entry, due_at)
+    ON CONFLICT (namespace, queue, job_id) DO UPDATE
+        SET added_at = excluded.added_at, entry = excluded.entry, due_at = excluded.due_at
+), evicted AS (
+    -- Each queue filed into keeps its newest maxEntries ($16 queues, $17 how many older entries stay).
+    DELETE FROM bunqueue_dlq d USING (
+        SELECT l.queue, old.job_id FROM unnest($16::text[], $17::bigint[]) AS l(queue, keep)
+        CROSS JOIN LATERAL (
+            SELECT x.job_id FROM bunqueue_dlq x WHERE x.namespace = $1 AND x.queue = l.queue
+            ORDER BY x.seq DESC OFFSET l.keep
+        ) old
+    ) o
+    WHERE d.namespace = $1 AND d.queue = o.queue AND d.job_id = o.job_id
+    RETURNING d.job_id
+), evicted_jobs AS (
+    DELETE FROM bunqueue_jobs j USING evicted
+    WHERE j.namespace = $1 AND j.id = evicted.job_id AND j.state = {FAILED}
+), gone AS (
+    DELETE FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($13::text[]) RETURNING j.id
+), gone_logs AS (
+    DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
+), {_notify_ready("moved")}
+SELECT n FROM woken
 """
 
 # Why an ack or fail was refused: the rows it named, as they are now.
-SETTLE_REFUSED = "SELECT id, state, lease_token FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
-
-# Every lapsed lease of the namespace back to ready, in one statement (the attempt it cost stays counted).
-EXPIRE_LEASES = f"""
-WITH clock AS (SELECT {NOW_MS} AS now),
-lapsed AS (
-    UPDATE bunqueue_jobs j SET state = {READY}, worker_id = NULL, {_END_LEASE}
-    FROM clock
-    WHERE j.namespace = $1 AND j.state = {ACTIVE} AND j.lease_expires_at <= clock.now
-    RETURNING j.id, j.queue, j.state
-), {_notify_ready("lapsed")}
-SELECT lapsed.id, lapsed.queue FROM lapsed, woken
-"""
+SETTLE_REFUSED = (
+    "SELECT id, state, lease_token, attempts FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
+)
 
 # Every delayed job of the namespace whose run time has passed becomes ready (claimable by any broker), in
 # one statement over the partial index ``bunqueue_jobs_due``; the queues it touched are notified.

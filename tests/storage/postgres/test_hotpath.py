@@ -15,9 +15,10 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue.broker import states
+from bunqueue.broker.timers.cronregistry import SPAWNED_KEY_PREFIX
 from bunqueue.config import Settings
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres.hotpath import HotPath
+from bunqueue.storage.postgres.hotpath import LATE, HotPath
 from bunqueue.storage.postgres.migrations import migrate
 from bunqueue.storage.postgres.pool import PostgresConfig, connect
 from bunqueue.storage.schema import unpack
@@ -62,7 +63,7 @@ def _build(factory: JobFactory, queue: str = "q", batch: bool = True, **opts: An
 async def _row(hot: HotPath, job_id: str) -> asyncpg.Record:
     return await hot.pool.fetchrow(
         "SELECT state, attempts, lease_token, lease_session, lease_broker, worker_id, lease_expires_at - started_at"
-        " AS ttl FROM bunqueue_jobs WHERE namespace = $1 AND id = $2", NS, job_id,
+        " AS ttl, stall_count, run_at, started_at FROM bunqueue_jobs WHERE namespace = $1 AND id = $2", NS, job_id,
     )
 
 
@@ -185,7 +186,8 @@ async def test_an_ack_or_fail_with_a_stale_or_wrong_token_is_refused(hot: HotPat
 
 
 async def test_a_failed_attempt_is_retried_until_attempts_run_out(hot: HotPath, factory: JobFactory) -> None:
-    job_id = await hot.push(_build(factory, maxAttempts=2))
+    # No backoff: the retry is ready at once.
+    job_id = await hot.push(_build(factory, maxAttempts=2, backoff=0))
     final_id = await hot.push(_build(factory, maxAttempts=5))
     (first, second), (t1, t2) = await hot.claim("q", 2, "w", TTL)
     assert [first.id, second.id] == [job_id, final_id]
@@ -205,13 +207,57 @@ async def test_expired_leases_return_their_jobs_to_ready_in_one_sweep(hot: HotPa
     returned = await hot.expire_leases()
     assert sorted(returned) == sorted((job.id, "q") for job in short)
     assert await hot.expire_leases() == []
-    with pytest.raises(CommandError) as refused:
-        await hot.ack(short[0].id, short_tokens[0])
-    assert str(refused.value) == errors.not_processing(short[0].id)
+    # A FAIL of a lapsed attempt changes nothing: its job already waits again, the attempt charged.
+    assert await hot.fail(short[0].id, short_tokens[0]) is LATE
+    assert [(await _row(hot, job.id))["stall_count"] for job in short] == [1, 1, 1]
     again, _ = await hot.claim("q", 10, "w", TTL)
     assert [job.id for job in again] == [job.id for job in short]
     assert [job.attempts for job in again] == [1, 1, 1]
     assert {job.id for job in long} | {job.id for job in again} == set(ids)
+
+
+async def test_a_lapsed_lease_of_a_cron_job_deletes_it(hot: HotPath, factory: JobFactory) -> None:
+    job_id = await hot.push(_build(factory, uniqueKey=f"{SPAWNED_KEY_PREFIX}nightly"))
+    await hot.claim("q", 1, "w", 50)
+    await asyncio.sleep(0.15)
+    assert await hot.expire_leases() == [(job_id, "q")]
+    assert await _row(hot, job_id) is None
+
+
+async def test_a_late_ack_completes_a_job_that_waits_after_its_lease_lapsed(hot: HotPath, factory: JobFactory) -> None:
+    job_id = await hot.push(_build(factory))
+    _, (token,) = await hot.claim("q", 1, "w", 50)
+    await asyncio.sleep(0.15)
+    assert await hot.expire_leases() == [(job_id, "q")]
+    await hot.ack(job_id, token, "late", True)
+    row = await _row(hot, job_id)
+    assert (row["state"], row["attempts"]) == (states.COMPLETED, 1)
+    with pytest.raises(CommandError) as refused:
+        await hot.ack(job_id, token)
+    assert str(refused.value) == errors.not_processing(job_id)
+
+
+async def test_a_failure_with_attempts_left_waits_its_backoff(hot: HotPath, factory: JobFactory) -> None:
+    job_id = await hot.push(_build(factory, backoff=2000))
+    _, (token,) = await hot.claim("q", 1, "w", TTL)
+    before = time.time() * 1000
+    assert await hot.fail(job_id, token, error="boom") == states.DELAYED
+    row = await _row(hot, job_id)
+    # Exponential: 2000 * 2^1 with +-50 % jitter.
+    assert before + 2000 - 50 <= row["run_at"] <= time.time() * 1000 + 6000
+    assert (row["lease_token"], row["started_at"]) == (None, None)
+    assert await hot.promote_due() == []
+    assert (await hot.claim("q", 1, "w", TTL))[0] == []
+
+
+async def test_a_due_delayed_job_is_claimed_before_the_promotion_runs(hot: HotPath, factory: JobFactory) -> None:
+    job_id = await hot.push(_build(factory, delay=100, priority=1))
+    ready_id = await hot.push(_build(factory))
+    assert (await _row(hot, job_id))["state"] == states.DELAYED
+    await asyncio.sleep(0.15)
+    # Due, still DELAYED (no promotion ran), and claimed first by its priority, as the memory pull promotes it.
+    claimed, _ = await hot.claim("q", 5, "w", TTL)
+    assert [job.id for job in claimed] == [job_id, ready_id]
 
 
 async def test_a_retried_batch_inserts_nothing_new_and_answers_the_same_ids(

@@ -187,6 +187,41 @@ async def test_push_pull_ack_fail_answer_as_in_memory(postgres_url: str) -> None
     assert not memory[12]["ok"] and not memory[13]["ok"]
 
 
+async def _without_owner_and_removal(runner: CommandRunner) -> list[Reply]:
+    c = Connection(runner)
+    out = [await c.call({"cmd": "PUSHB", "queue": "q2", "jobs": [
+        {"name": "a", "maxAttempts": 1}, {"name": "b", "removeOnComplete": True}, {"name": "c", "backoff": 0},
+    ]})]
+    pulled = await c.call({"cmd": "PULLB", "queue": "q2", "count": 3})
+    out.append(pulled)
+    a_id, b_id, c_id = (job["id"] for job in pulled["jobs"])
+    out.append(await c.call({"cmd": "ACK", "id": b_id, "result": 1}))
+    out.append(await c.call({"cmd": "FAIL", "id": a_id, "error": "e", "stack": ["at x"]}))
+    out.append(await c.call({"cmd": "ACK", "id": a_id}))
+    out.append(await c.call({"cmd": "FAIL", "id": c_id, "token": "any", "error": "retry"}))
+    again = await c.call({"cmd": "PULL", "queue": "q2", "owner": "w"})
+    out.append(again)
+    out.append(await c.call({"cmd": "ACK", "id": c_id, "removeOnComplete": True}))
+    out.append(await c.call({"cmd": "ACK", "id": c_id, "token": again["token"], "removeOnComplete": True}))
+    out.append(await c.call({"cmd": "PULL", "queue": "q2"}))
+    return out
+
+
+async def test_a_pull_without_owner_and_removal_answer_as_in_memory(postgres_url: str) -> None:
+    memory, postgres = await _both(postgres_url, _without_owner_and_removal)
+    _assert_same(memory, postgres)
+    assert "tokens" not in memory[1] or not memory[1]["tokens"]
+    assert memory[2] == memory[3] == {"ok": True}
+    assert memory[4] == {"ok": False, "error": errors.not_processing("<id0>")}
+    assert memory[5] == {"ok": True}
+    retried = memory[6]["job"]
+    assert (retried["id"], retried["attempts"]) == ("<id2>", 1)
+    assert [entry["state"] for entry in retried["timeline"]] == ["waiting", "active", "failed", "waiting", "active"]
+    assert memory[7] == {"ok": False, "error": errors.lock_token_required("<id2>")}
+    assert memory[8] == {"ok": True}
+    assert memory[9]["job"] is None
+
+
 async def _long_poll(runner: CommandRunner) -> list[Reply]:
     worker, producer = Connection(runner), Connection(runner)
     empty = await worker.call({"cmd": "PULLB", "queue": "lp", "count": 2, "owner": "w"})

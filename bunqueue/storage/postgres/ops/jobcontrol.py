@@ -127,7 +127,7 @@ class JobControlFamily(Family):
             raise CommandError(errors.NOT_IN_QUEUE)
 
     async def promote(self, job_id: str, now: float) -> None:
-        if await self._requeue(job_id, 0.0, QUEUED, None, fresh=True, delayed_only=True) is None:
+        if await self._requeue_job(job_id, 0.0, QUEUED, None, fresh=True, delayed_only=True) is None:
             raise CommandError(errors.NOT_DELAYED)
 
     async def promote_jobs(self, queue: str, count: float, now: float) -> int:
@@ -138,13 +138,13 @@ class JobControlFamily(Family):
         return promoted
 
     async def change_delay(self, job_id: str, delay: float, token: Any, now: float, failure: str) -> None:
-        if await self._requeue(job_id, delay, [READY, DELAYED, ACTIVE], token) is None:
+        if await self._requeue_job(job_id, delay, [READY, DELAYED, ACTIVE], token) is None:
             row = await self._job_row(job_id)
             _check_lease(row, job_id, token)
             raise CommandError(failure)
 
     async def move_to_delayed(self, job_id: str, delay: float, token: Any, now: float) -> None:
-        if await self._requeue(job_id, delay, [READY, DELAYED, ACTIVE], token) is None:
+        if await self._requeue_job(job_id, delay, [READY, DELAYED, ACTIVE], token) is None:
             row = await self._job_row(job_id)
             if row is None:
                 raise CommandError(errors.JOB_NOT_FOUND)
@@ -160,9 +160,9 @@ class JobControlFamily(Family):
                 return
             if state == states.ACTIVE_NAME:
                 _check_lease(row, job_id, token)
-                moved = await self._requeue(job_id, 0.0, [ACTIVE], token)
+                moved = await self._requeue_job(job_id, 0.0, [ACTIVE], token)
             elif state == states.DELAYED_NAME:
-                moved = await self._requeue(job_id, 0.0, QUEUED, None, fresh=True, delayed_only=True)
+                moved = await self._requeue_job(job_id, 0.0, QUEUED, None, fresh=True, delayed_only=True)
             elif state == states.FAILED_NAME:
                 return await self._retry_failed(job_id, now)
             else:
@@ -190,7 +190,7 @@ class JobControlFamily(Family):
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    async def _requeue(
+    async def _requeue_job(
         self, job_id: str, delay: float, from_states: list[int], token: Any,
         fresh: bool = False, delayed_only: bool = False,
     ) -> int | None:

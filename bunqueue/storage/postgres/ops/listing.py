@@ -14,7 +14,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.ops.listing import is_array_index, js_number_key
 from bunqueue.options import js_slice_bounds
-from bunqueue.storage.postgres.jobrows import STORED_COLUMNS, stored_job
+from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import unpack
 
@@ -36,7 +36,7 @@ WHERE j.namespace = $1 AND j.queue = $2 AND j.state = ANY($4::smallint[])
                 ELSE $6::bool END))
 """
 _ORDER = {True: 'created_at, id COLLATE "C"', False: 'created_at DESC, id COLLATE "C" DESC'}
-_COLUMNS = ", ".join(f"j.{column.strip()}" for column in STORED_COLUMNS.split(","))
+_COLUMNS = stored_columns("j")
 # A page ($10 offset, $11 limit), its jobs' results read with it.
 PAGE = {
     asc: f"""
@@ -111,7 +111,7 @@ class ListingFamily(Family):
         results = self.page_results = {}
         jobs = []
         for row in rows:
-            job = stored_job(row[:-3])
+            job = stored_job(row)
             jobs.append(job)
             result = row[-1]
             results[job.id] = (True, unpack(result)) if result is not None else (False, None)

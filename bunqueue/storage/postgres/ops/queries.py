@@ -14,17 +14,18 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.ops.queries import NO_COUNTS
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import statements
-from bunqueue.storage.postgres.jobrows import STORED_COLUMNS, stored_job
+from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.ops.jobwaits import JobWaits
 from bunqueue.storage.schema import unpack
 
 _QUEUED = f"{states.READY}, {states.DELAYED}"
 
-FIND_JOB = f"SELECT {STORED_COLUMNS} FROM bunqueue_jobs WHERE namespace = $1 AND id = $2"
+FIND_JOB = f"SELECT {stored_columns('j')} FROM bunqueue_jobs j WHERE namespace = $1 AND id = $2"
 # A job pushed with a customId has it as its id.
-FIND_CUSTOM = f"SELECT {STORED_COLUMNS} FROM bunqueue_jobs WHERE namespace = $1 AND id = $2 AND custom_id IS NOT NULL"
+FIND_CUSTOM = (
+    f"SELECT {stored_columns('j')} FROM bunqueue_jobs j WHERE namespace = $1 AND id = $2 AND custom_id IS NOT NULL"
+)
 FIND_RESULT = "SELECT result FROM bunqueue_results WHERE namespace = $1 AND job_id = $2"
 
 # A queue's jobs by state, a queued one as due or not ($3, the caller's clock) and prioritized or not,
@@ -84,8 +85,7 @@ class QueriesFamily(Family):
 
     async def promote_delayed(self) -> None:
         """Every due delayed job of the namespace to ready; this broker's pullers of those queues wake."""
-        for row in await self.pool.fetch(statements.PROMOTE_DUE, self.namespace):
-            self.hot.wakeups.wake(row[0])
+        await self.hot.promote_due()
 
     async def job_counts(self, queue: str, split_paused: bool = True) -> dict[str, int]:
         """As in memory: a due delayed job counts as ready, and a paused queue's ready jobs as paused
