@@ -13,7 +13,9 @@ TIMES = frozenset({
     "timestamp", "createdAt", "startedAt", "processedOn", "runAt", "finishedOn", "completedAt", "lastHeartbeat",
     "ts", "time", "addedAt", "lastSeen", "registeredAt", "nextRun", "lastRun", "expiresAt", "updatedAt",
 })
-IDS = frozenset({"id", "ids", "jobId", "jobIds", "parentId", "childId"})
+IDS = frozenset({
+    "id", "ids", "jobId", "jobIds", "parentId", "childId", "dependsOn", "childrenIds", "__parentId", "__childrenIds",
+})
 TOKENS = frozenset({"token", "tokens", "lockToken"})
 
 

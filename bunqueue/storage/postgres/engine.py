@@ -20,6 +20,7 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.flows import FlowFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
@@ -28,11 +29,19 @@ log = logging.getLogger("bunqueue")
 
 # How often this broker returns lapsed leases to work (any broker may: the statement takes them all).
 LEASE_SWEEP_S = 0.5
+# How often this broker releases dependency edges a completion could not see (``dependencies``).
+DEPENDENCY_SWEEP_S = 1.0
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
 
 
-class PostgresEngine(PostgresJobs, LocalFamily):
+# The families before the job family, so that a family may take up the job family's hooks (FlowFamily's
+# ``failed_for_good``).
+class PostgresEngine(
+    FlowFamily,
+    LocalFamily,
+    PostgresJobs,
+):
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,
@@ -55,6 +64,7 @@ class PostgresEngine(PostgresJobs, LocalFamily):
         return cls(await HotPath.open(config), config, settings)
 
     def start(self) -> None:
+        self.every("dependency release", DEPENDENCY_SWEEP_S, self.release_settled)
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
 

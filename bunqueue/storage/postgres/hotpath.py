@@ -5,7 +5,10 @@ Every kind of request goes through a ``Collector``: concurrent callers share one
 queue, as one claim statement serves one queue. Errors a caller can cause are ``CommandError`` with the
 memory engine's texts; the other requests of the same flush are not affected by them.
 
-Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
+A push whose jobs depend on others parks them with their edges in the insert's transaction, and an ack
+releases what waited for it (``dependencies``).
+
+Not here yet, and kept for the engine around this: delayed-job
 promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue and group
 limits, removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the
 attempt it cost counted; the max-attempts check happens at the next FAIL) and job events.
@@ -22,7 +25,7 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres import dependencies, statements
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -51,7 +54,7 @@ class HotPath:
         self.wakeups = wakeups
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
-        self._pushes: Collector[list[Job], list[str]] = Collector(self._flush_pushes)
+        self._pushes: Collector[Sequence[Job], list[str]] = Collector(self._flush_pushes)
         self._acks: Collector[SettleRequest, Any] = Collector(self._flush_acks)
         self._fails: Collector[SettleRequest, Any] = Collector(self._flush_fails)
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
@@ -86,45 +89,47 @@ class HotPath:
 
     async def push(self, job: Job) -> str:
         """Admit one built job (``JobFactory.build``); the id the push answers."""
-        return (await self._pushes.submit([job]))[0]
+        # A tuple: a refusal names no position, as PUSH's does not.
+        return (await self._pushes.submit((job,)))[0]
 
     async def push_many(self, jobs: list[Job]) -> list[str]:
         """PUSHB: the ids, in order. A job whose custom id or unique key is live answers that job's id."""
         return await self._pushes.submit(jobs)
 
-    async def _flush_pushes(self, batches: list[list[Job]]) -> list[list[str] | BaseException]:
-        columns = PushColumns()
-        for jobs in batches:
-            for job in jobs:
-                columns.add(job)
-        custom_ids = [custom for custom in columns.custom_ids if custom is not None]
+    async def _flush_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
+        # A request whose jobs wait for others is checked and parked in the insert's transaction; its
+        # refusal (a missing dependency) leaves the other requests of the flush alone.
+        dependent = dependencies.dependent_batches(batches)
+        refused: dict[int, CommandError] = {}
         async with self.pool.acquire() as conn:
-            if custom_ids:
+            if dependent:
                 async with conn.transaction():
-                    await conn.execute(statements.FORGET_FINISHED, self.namespace, custom_ids)
-                    rows = await conn.fetch(statements.PUSH, self.namespace, *columns.arrays())
+                    refused, waiting = await dependencies.check(conn, self.namespace, batches, dependent)
+                    admitted = [jobs for i, jobs in enumerate(batches) if i not in refused]
+                    columns = _columns(admitted)
+                    inserted = await self._insert(conn, columns)
+                    await dependencies.park(conn, self.namespace, waiting, inserted)
             else:
-                rows = await conn.fetch(statements.PUSH, self.namespace, *columns.arrays())
-            inserted = {row[0] for row in rows}
+                admitted = batches
+                columns = _columns(batches)
+                inserted = await self._insert(conn, columns)
             left_out = [i for i, job_id in enumerate(columns.ids) if job_id not in inserted]
             holders = await self._holders(conn, columns, left_out) if left_out else {}
         for queue in set(columns.queues):
             self.wakeups.wake(queue)
-        out: list[list[str] | BaseException] = []
-        at = 0
-        for jobs in batches:
-            ids: list[str] = []
-            lost: str | None = None
-            for i in range(at, at + len(jobs)):
-                job_id = columns.ids[i]
-                answer = job_id if job_id in inserted else holders.get(i)
-                if answer is None:
-                    lost = job_id
-                    break
-                ids.append(answer)
-            at += len(jobs)
-            out.append(PushLost(f"job {lost} was not admitted") if lost is not None else ids)
-        return out
+        answers = iter(_answers(admitted, columns, inserted, holders))
+        return [refused[i] if i in refused else next(answers) for i in range(len(batches))]
+
+    async def _insert(self, conn: asyncpg.Connection, columns: PushColumns) -> set[str]:
+        """Insert the rows of ``columns``; the ids that went in."""
+        custom_ids = [custom for custom in columns.custom_ids if custom is not None]
+        if custom_ids and not conn.is_in_transaction():
+            async with conn.transaction():
+                return await self._insert(conn, columns)
+        if custom_ids:
+            await conn.execute(statements.FORGET_FINISHED, self.namespace, custom_ids)
+        rows = await conn.fetch(statements.PUSH, self.namespace, *columns.arrays())
+        return {row[0] for row in rows}
 
     async def _holders(self, conn: asyncpg.Connection, columns: PushColumns, left_out: list[int]) -> dict[int, str]:
         """For each row left out, the live job that holds its custom id or else its (queue, unique key)."""
@@ -262,6 +267,35 @@ class HotPath:
         for queue in {row["queue"] for row in rows}:
             self.wakeups.wake(queue)
         return [(row["id"], row["queue"]) for row in rows]
+
+
+def _columns(batches: list[Sequence[Job]]) -> PushColumns:
+    columns = PushColumns()
+    for jobs in batches:
+        for job in jobs:
+            columns.add(job)
+    return columns
+
+
+def _answers(
+    batches: list[Sequence[Job]], columns: PushColumns, inserted: set[str], holders: dict[int, str]
+) -> list[list[str] | BaseException]:
+    """Each request's ids: its own where its row went in, else the holder's."""
+    out: list[list[str] | BaseException] = []
+    at = 0
+    for jobs in batches:
+        ids: list[str] = []
+        lost: str | None = None
+        for i in range(at, at + len(jobs)):
+            job_id = columns.ids[i]
+            answer = job_id if job_id in inserted else holders.get(i)
+            if answer is None:
+                lost = job_id
+                break
+            ids.append(answer)
+        at += len(jobs)
+        out.append(PushLost(f"job {lost} was not admitted") if lost is not None else ids)
+    return out
 
 
 def _refusal(row: asyncpg.Record | None, job_id: Any, token: Any) -> str:

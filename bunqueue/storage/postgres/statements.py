@@ -5,7 +5,7 @@ it touched, from inside the statement, so the notification leaves with the commi
 """
 from __future__ import annotations
 
-from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY
+from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY, WAITING_CHILDREN
 from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES
 from bunqueue.storage.postgres.sessions import NOW_MS
 
@@ -22,6 +22,24 @@ def _notify_ready(source: str) -> str:
         f"woken AS (SELECT count(pg_notify('{CHANNEL}', json_build_array($1::text, queue)::text)) AS n"
         f" FROM (SELECT DISTINCT queue FROM {source} WHERE state = {READY}) touched)"
     )
+
+
+def release_dependants(completed: str) -> str:
+    """CTEs ``freed`` and ``released``: the edges to the job ids of ``completed`` (a CTE or subquery with an
+    ``id`` column) go, and each waiting job whose last edge that was runs (ready, or delayed until its run
+    time); ``released`` returns their queue and state, for ``_notify_ready``. ``clock`` must be in scope."""
+    return f"""freed AS (
+    DELETE FROM bunqueue_job_dependencies d USING {completed} c
+    WHERE d.namespace = $1 AND d.depends_on = c.id
+    RETURNING d.job_id
+), released AS (
+    UPDATE bunqueue_jobs j SET pending_deps = greatest(j.pending_deps - f.n, 0), released_at = clock.now,
+        state = CASE WHEN j.pending_deps > f.n THEN {WAITING_CHILDREN}
+                     WHEN j.run_at > clock.now THEN {DELAYED} ELSE {READY} END
+    FROM (SELECT job_id, count(*)::int AS n FROM freed GROUP BY job_id) f, clock
+    WHERE j.namespace = $1 AND j.id = f.job_id AND j.state = {WAITING_CHILDREN}
+    RETURNING j.queue, j.state
+)"""
 
 
 _PUSH_ARGS = ", ".join(f"${i + 2}::{kind}" for i, kind in enumerate(PUSH_COLUMN_TYPES))
@@ -87,14 +105,15 @@ SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_he
     lease_expires_at = clock.now + slots.ttl, worker_id = slots.owner
 FROM picked JOIN slots USING (slot), clock
 WHERE j.namespace = $1 AND j.id = picked.id
-RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record
+RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.released_at
 """
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
 
 # Acks by (id, token): a row whose token does not match, or that is no longer running, is left alone and
 # missing from the answer (which names the token that matched: the same job may be named twice). Results
-# ($4, NULL for none) are kept in the same statement.
+# ($4, NULL for none) are kept in the same statement (a flow parent reads its children's there), the jobs
+# that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 done AS (
@@ -108,8 +127,10 @@ done AS (
     FROM unnest($2::text[], $3::text[], $4::bytea[]) AS r(id, token, result) JOIN done USING (id, token)
     WHERE r.result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
-)
-SELECT id, token FROM done
+), {release_dependants("done")}, forgotten AS (
+    DELETE FROM bunqueue_flow_failures x USING done WHERE x.namespace = $1 AND x.parent_id = done.id
+), {_notify_ready("released")}
+SELECT id, token FROM done, woken
 """
 
 # Fails by (id, token): back to ready while attempts remain and the failure is not final ($4), else failed.

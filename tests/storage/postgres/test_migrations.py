@@ -13,7 +13,7 @@ from bunqueue.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, Sch
 TABLES = {
     "bunqueue_schema_version", "bunqueue_broker_sessions", "bunqueue_jobs", "bunqueue_job_dependencies",
     "bunqueue_results", "bunqueue_job_logs", "bunqueue_dlq", "bunqueue_dedup", "bunqueue_queues",
-    "bunqueue_groups", "bunqueue_crons", "bunqueue_webhooks", "bunqueue_workers",
+    "bunqueue_groups", "bunqueue_crons", "bunqueue_webhooks", "bunqueue_workers", "bunqueue_flow_failures",
 }
 
 
