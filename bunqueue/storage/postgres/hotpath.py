@@ -229,15 +229,15 @@ class HotPath:
         Two requests for one job in a batch are both sent: the statement changes the row once, for the one
         whose token matches, and the other is judged afterwards, as if it had come second.
         """
-        sendable = [request for request in requests if type(request[0]) is str and type(request[1]) is str]
+        sendable = [request for request in requests if _sendable(request)]
         outcomes: list[Sequence[Any] | CommandError | None] = []
         async with self.pool.acquire() as conn:
             rows = await conn.fetch(
                 statement, self.namespace, *(list(column) for column in zip(*sendable))
             ) if sendable else []
             done = {(row[0], row[1]): row for row in rows}
-            for job_id, token, _value in requests:
-                outcomes.append(done.pop((job_id, token), None) if type(job_id) is str and type(token) is str else None)
+            for request in requests:
+                outcomes.append(done.pop((request[0], request[1]), None) if _sendable(request) else None)
             named = [request[0] for request, row in zip(requests, outcomes) if row is None and type(request[0]) is str]
             found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, named)} \
                 if named else {}
@@ -254,7 +254,8 @@ class HotPath:
         seen: set[str] = set()
         for job_id, token in pairs:
             row = found.get(job_id)
-            if job_id in seen or row is None or row["state"] != states.ACTIVE or row["lease_token"] != token:
+            held = row is not None and (row["lease_token"] == token or row["worker_id"] is None)
+            if job_id in seen or row is None or row["state"] != states.ACTIVE or not held:
                 return CommandError(_refusal(None if job_id in seen else row, job_id, token))
             seen.add(job_id)
         return None
@@ -267,6 +268,12 @@ class HotPath:
         for queue in {row["queue"] for row in rows}:
             self.wakeups.wake(queue)
         return [(row["id"], row["queue"]) for row in rows]
+
+
+def _sendable(request: SettleRequest) -> bool:
+    """An ack or fail the statement can match: a job id, and a token or none (a job claimed without an
+    owner is acked without one)."""
+    return type(request[0]) is str and (type(request[1]) is str or request[1] is None)
 
 
 def _columns(batches: list[Sequence[Job]]) -> PushColumns:

@@ -111,7 +111,8 @@ RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.r
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
 
 # Acks by (id, token): a row whose token does not match, or that is no longer running, is left alone and
-# missing from the answer (which names the token that matched: the same job may be named twice). Results
+# missing from the answer (which names the token that matched: the same job may be named twice). A job
+# claimed without an owner holds no lease a worker knows of: any token acks it, as in memory. Results
 # ($4, NULL for none) are kept in the same statement (a flow parent reads its children's there), the jobs
 # that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
@@ -119,12 +120,13 @@ WITH clock AS (SELECT {NOW_MS} AS now),
 done AS (
     UPDATE bunqueue_jobs j SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE}
     FROM unnest($2::text[], $3::text[]) AS a(id, token), clock
-    WHERE j.namespace = $1 AND j.id = a.id AND j.state = {ACTIVE} AND j.lease_token = a.token
+    WHERE j.namespace = $1 AND j.id = a.id AND j.state = {ACTIVE} AND (j.lease_token = a.token OR j.worker_id IS NULL)
     RETURNING j.id, a.token
 ), kept AS (
     INSERT INTO bunqueue_results (namespace, job_id, result)
     SELECT DISTINCT ON (r.id) $1, r.id, r.result
-    FROM unnest($2::text[], $3::text[], $4::bytea[]) AS r(id, token, result) JOIN done USING (id, token)
+    FROM unnest($2::text[], $3::text[], $4::bytea[]) AS r(id, token, result)
+    JOIN done ON done.id = r.id AND done.token IS NOT DISTINCT FROM r.token
     WHERE r.result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
 ), {release_dependants("done")}, forgotten AS (
@@ -149,7 +151,9 @@ SELECT failed.id, failed.token, failed.state, failed.queue FROM failed, woken
 """
 
 # Why an ack or fail was refused: the rows it named, as they are now.
-SETTLE_REFUSED = "SELECT id, state, lease_token FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
+SETTLE_REFUSED = """
+SELECT id, state, lease_token, worker_id FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])
+"""
 
 # Every lapsed lease of the namespace back to ready, in one statement (the attempt it cost stays counted).
 EXPIRE_LEASES = f"""

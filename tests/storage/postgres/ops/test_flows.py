@@ -267,3 +267,18 @@ def test_children_completed_on_one_broker_release_the_parent_for_another(
     finally:
         a.close()
         b.close()
+
+
+def test_children_pulled_without_an_owner_are_acked_without_a_token(twins: Twins) -> None:
+    parent, kid_a, kid_b = _unique("op"), _unique("oa"), _unique("ob")
+    parents, children = _unique("own-p"), _unique("own-c")
+    twins.same({"cmd": "PUSHF", "jobs": graph(parent, parents, [(kid_a, children), (kid_b, children)])})
+    pulled = twins.same({"cmd": "PULLB", "queue": children, "count": 5})
+    assert [job["id"] for job in pulled["jobs"]] == [kid_a, kid_b] and "tokens" not in pulled
+    assert twins.same({"cmd": "ACK", "id": kid_a, "result": {"rows": 10}}) == {"ok": True}
+    assert twins.same({"cmd": "ACK", "id": kid_a}) == {
+        "ok": False, "error": f"Job not found or not in processing state: {kid_a}"}
+    assert twins.same({"cmd": "ACKB", "ids": [kid_b], "results": [{"rows": 20}]}) == {"ok": True}
+    assert twins.same({"cmd": "GetChildrenValues", "id": parent})["data"]["values"] == {
+        f"{children}:{kid_a}": {"rows": 10}, f"{children}:{kid_b}": {"rows": 20}}
+    assert pull(twins, parents)[1]["job"]["id"] == parent
