@@ -24,6 +24,7 @@ import asyncpg
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.clock import now_ms
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import dependencies, statements
 from bunqueue.storage.postgres.collector import Collector
@@ -104,11 +105,12 @@ class HotPath:
         async with self.pool.acquire() as conn:
             if dependent:
                 async with conn.transaction():
-                    refused, waiting = await dependencies.check(conn, self.namespace, batches, dependent)
+                    admission = await dependencies.check(conn, self.namespace, batches, dependent)
+                    refused = admission.refused
                     admitted = [jobs for i, jobs in enumerate(batches) if i not in refused]
                     columns = _columns(admitted)
                     inserted = await self._insert(conn, columns)
-                    await dependencies.park(conn, self.namespace, waiting, inserted)
+                    await dependencies.park(conn, self.namespace, admission, inserted, now_ms())
             else:
                 admitted = batches
                 columns = _columns(batches)

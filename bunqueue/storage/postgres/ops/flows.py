@@ -11,7 +11,6 @@ count recomputed from the edges left. The failures a child policy keeps for its 
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
@@ -24,9 +23,9 @@ from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
 from bunqueue.broker.ops.flows import DETACHABLE, _data_get, _with_children, _without
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import dependencies
+from bunqueue.storage.postgres import dependencies, flowsql
+from bunqueue.storage.postgres.flowrows import adopt, job_of_row, pending_of, read_jobs, save_jobs
 from bunqueue.storage.postgres.jobrows import PushColumns
-from bunqueue.storage.postgres.ops import flowsql
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import pack, unpack
 
@@ -98,7 +97,7 @@ class FlowFamily(Family):
         """Results of the parent's completed children by ``<queue>:<childId>`` in the parent's order; a
         child whose row is gone is answered under its bare id."""
         async with self.pool.acquire() as conn:
-            parent = (await _jobs(conn, self.namespace, [parent_id])).get(parent_id)
+            parent = (await read_jobs(conn, self.namespace, [parent_id])).get(parent_id)
             if parent is None or not parent.children_ids:
                 return {}
             rows = await conn.fetch(flowsql.CHILD_RESULTS, self.namespace, list(parent.children_ids))
@@ -122,12 +121,12 @@ class FlowFamily(Family):
     async def remove_child_dependency(self, child_id: str) -> bool:
         """Detach a child from its waiting parent: both lose the edge and its metadata."""
         async with self.pool.acquire() as conn, conn.transaction():
-            child = (await _jobs(conn, self.namespace, [child_id], lock=True)).get(child_id)
+            child = (await read_jobs(conn, self.namespace, [child_id], lock=True)).get(child_id)
             if child is None:
                 raise CommandError(errors.job_not_found(child_id))
             if not child.parent_id:
                 raise CommandError(errors.job_has_no_parent(child_id))
-            parent = (await _jobs(conn, self.namespace, [child.parent_id], lock=True)).get(child.parent_id)
+            parent = (await read_jobs(conn, self.namespace, [child.parent_id], lock=True)).get(child.parent_id)
             if (
                 parent is None
                 or parent.state != states.WAITING_CHILDREN
@@ -139,21 +138,21 @@ class FlowFamily(Family):
             child.data = _without(child.data, ("__parentId", "__parentQueue"))
             parent.children_ids = [kid for kid in parent.children_ids if kid != child_id]
             parent.data = _with_children(parent.data, parent.children_ids)
-            pending = await _pending_of(conn, self.namespace, parent.id)
+            pending = await pending_of(conn, self.namespace, parent.id)
             parent.depends_on = [dep for dep in parent.depends_on if dep != child_id and dep in pending]
             await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, [child_id])
             if not parent.depends_on:
                 _release(parent, self.clock())
-            await _save(conn, self.namespace, [child, parent])
+            await save_jobs(conn, self.namespace, [child, parent])
         return True
 
     async def remove_unprocessed_children(self, parent_id: Any) -> None:
         """Remove the parent's children that have not started (active and finished ones stay)."""
         async with self.pool.acquire() as conn, conn.transaction():
-            parent = (await _jobs(conn, self.namespace, [parent_id])).get(parent_id)
+            parent = (await read_jobs(conn, self.namespace, [parent_id])).get(parent_id)
             if parent is None or not parent.children_ids:
                 return
-            children = await _jobs(conn, self.namespace, list(parent.children_ids), lock=True)
+            children = await read_jobs(conn, self.namespace, list(parent.children_ids), lock=True)
             unstarted = [kid for kid, child in children.items() if child.state in WAITING_PARENT]
             if unstarted:
                 await conn.fetchval(flowsql.REMOVE_JOBS, self.namespace, unstarted)
@@ -163,7 +162,7 @@ class FlowFamily(Family):
         if type(child_id) is str and child_id == parent_id:
             raise CommandError(errors.FLOW_OWN_PARENT)
         async with self.pool.acquire() as conn, conn.transaction():
-            found = await _jobs(conn, self.namespace, [child_id, parent_id], lock=True)
+            found = await read_jobs(conn, self.namespace, [child_id, parent_id], lock=True)
             child = found.get(child_id) if type(child_id) is str else None
             parent = found.get(parent_id) if type(parent_id) is str else None
             if child is None:
@@ -183,25 +182,11 @@ class FlowFamily(Family):
             child.data = {**flow_record(child.data), "__parentId": parent_id, "__parentQueue": parent.queue}
             changed = [child]
             if not declared:
-                await self._adopt(conn, parent, child_id, child.state == states.COMPLETED)
+                await adopt(conn, self.namespace, parent, child_id, child.state == states.COMPLETED, self.clock())
                 changed.append(parent)
-            await _save(conn, self.namespace, changed)
+            await save_jobs(conn, self.namespace, changed)
             if child.state == states.FAILED:
                 await self._child_failed(conn, child, await _dlq_error(conn, self.namespace, child_id))
-
-    async def _adopt(self, conn: asyncpg.Connection, parent: Job, child_id: str, finished: bool) -> None:
-        """A new edge: ``parent`` declares ``child_id`` and, unless the child already finished, waits
-        for it (a queued parent starts waiting-children)."""
-        parent.children_ids = [*parent.children_ids, child_id]
-        parent.data = {**flow_record(parent.data), "__childrenIds": list(parent.children_ids)}
-        if child_id not in parent.depends_on:
-            parent.depends_on = [*parent.depends_on, child_id]
-        if finished:
-            return
-        await conn.execute(flowsql.ADD_EDGES, self.namespace, [child_id], [parent.id])
-        if parent.state != states.WAITING_CHILDREN:
-            parent.state = states.WAITING_CHILDREN
-            parent.note({"state": states.WAITING_CHILDREN_NAME, "timestamp": self.clock()})
 
     async def move_to_waiting_children(self, job_id: Any, token: Any) -> None:
         """An active job waits for its unfinished children (or, with none, stays parked as the reference
@@ -216,8 +201,8 @@ class FlowFamily(Family):
                     raise CommandError(errors.invalid_lock_token(job_id))
             if row is None or row["state"] != states.ACTIVE:
                 raise CommandError(errors.MOVE_NOT_ACTIVE)
-            job = _job(row)
-            children = await _jobs(conn, self.namespace, list(job.children_ids))
+            job = job_of_row(row)
+            children = await read_jobs(conn, self.namespace, list(job.children_ids))
             pending = [kid for kid in job.children_ids
                        if (child := children.get(kid)) is None or child.state != states.COMPLETED]
             if pending:
@@ -232,13 +217,13 @@ class FlowFamily(Family):
         """``child_id`` failed terminally (the job family's hook, after the FAIL): its flow policy, if it
         has a parent."""
         async with self.pool.acquire() as conn, conn.transaction():
-            child = (await _jobs(conn, self.namespace, [child_id])).get(child_id)
+            child = (await read_jobs(conn, self.namespace, [child_id])).get(child_id)
             if child is not None and child.parent_id is not None:
                 await self._child_failed(conn, child, error)
 
     async def _child_failed(self, conn: asyncpg.Connection, child: Job, error: Any) -> None:
         """Apply ``child``'s policy to its parent while the parent still waits (``flowpolicy``)."""
-        parent = (await _jobs(conn, self.namespace, [child.parent_id], lock=True)).get(child.parent_id)
+        parent = (await read_jobs(conn, self.namespace, [child.parent_id], lock=True)).get(child.parent_id)
         if parent is None or parent.state not in WAITING_PARENT:
             return
         shown = errors.CHILD_FAILED_DEFAULT if error is None else error
@@ -255,10 +240,10 @@ class FlowFamily(Family):
             await conn.execute(flowsql.KEEP_FAILURE, self.namespace, parent.id, False, key, pack(shown))
             parent.depends_on = []
             if parent.state == states.WAITING_CHILDREN:
-                await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, list(await _pending_of(
+                await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, list(await pending_of(
                     conn, self.namespace, parent.id)))
                 _release(parent, now)
-            await _save(conn, self.namespace, [parent])
+            await save_jobs(conn, self.namespace, [parent])
         elif child.remove_dependency_on_failure or child.ignore_dependency_on_failure:
             if child.ignore_dependency_on_failure:
                 await conn.execute(flowsql.KEEP_FAILURE, self.namespace, parent.id, True, key, pack(shown))
@@ -266,9 +251,9 @@ class FlowFamily(Family):
                 return
             parent.depends_on = [dep for dep in parent.depends_on if dep != child.id]
             await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, [child.id])
-            if not await _pending_of(conn, self.namespace, parent.id):
+            if not await pending_of(conn, self.namespace, parent.id):
                 _release(parent, now)
-            await _save(conn, self.namespace, [parent])
+            await save_jobs(conn, self.namespace, [parent])
 
     async def release_settled(self) -> None:
         """Release the edges to jobs that completed (see ``dependencies``); run on a timer."""
@@ -292,35 +277,6 @@ def _release(parent: Job, now: float) -> None:
     """A waiting parent nothing holds any more runs now (``Transitions.release_parent``)."""
     parent.run_at = now
     parent.state = states.READY
-
-
-def _job(row: asyncpg.Record) -> Job:
-    """A job row as a ``Job``: the record, with the columns the flow family reads laid over it."""
-    job = Job.from_record(unpack(row["record"]))
-    job.state = row["state"]
-    job.run_at = row["run_at"]
-    job.parent_id = row["parent_id"]
-    return job
-
-
-async def _jobs(conn: asyncpg.Connection, namespace: str, ids: Iterable[Any], lock: bool = False) -> dict[str, Job]:
-    named = [job_id for job_id in ids if type(job_id) is str]
-    if not named:
-        return {}
-    rows = await conn.fetch(flowsql.JOBS_LOCKED if lock else flowsql.JOBS, namespace, named)
-    return {row["id"]: _job(row) for row in rows}
-
-
-async def _pending_of(conn: asyncpg.Connection, namespace: str, job_id: str) -> set[str]:
-    return {row[0] for row in await conn.fetch(flowsql.PENDING_OF, namespace, job_id)}
-
-
-async def _save(conn: asyncpg.Connection, namespace: str, jobs: list[Job]) -> None:
-    await conn.fetchval(
-        flowsql.SAVE, namespace, [job.id for job in jobs], [job.state for job in jobs],
-        [job.parent_id for job in jobs], [int(job.run_at) for job in jobs],
-        [pack(job.to_record()) for job in jobs],
-    )
 
 
 async def _dlq_error(conn: asyncpg.Connection, namespace: str, job_id: str) -> Any:

@@ -282,3 +282,26 @@ def test_children_pulled_without_an_owner_are_acked_without_a_token(twins: Twins
     assert twins.same({"cmd": "GetChildrenValues", "id": parent})["data"]["values"] == {
         f"{children}:{kid_a}": {"rows": 10}, f"{children}:{kid_b}": {"rows": 20}}
     assert pull(twins, parents)[1]["job"]["id"] == parent
+
+
+def test_a_push_naming_its_parent_joins_it_and_the_parent_waits(twins: Twins) -> None:
+    parents, children = _unique("join-p"), _unique("join-c")
+    twins.same({"cmd": "PUSH", "queue": parents, "name": "parent", "data": {}})
+    link = {"__parentId": "$0", "__parentQueue": parents}
+    assert twins.same({"cmd": "PUSH", "queue": children, "data": {**link, "__parentQueue": "elsewhere"},
+                       "parentId": "$0"})["ok"] is False
+    ghost = {"__parentId": "ghost", "__parentQueue": parents}
+    assert twins.same({"cmd": "PUSHB", "queue": children, "jobs": [
+        {"data": {}}, {"data": ghost, "parentId": "ghost"}]}) == {
+        "ok": False, "error": "jobs[1]: Parent job not found: ghost"}
+    assert twins.same({"cmd": "PUSHB", "queue": children, "jobs": [
+        {"data": link, "parentId": "$0"}, {"data": link, "parentId": "$0"}]})["ok"] is True
+    assert pull(twins, parents)[1]["job"] is None
+    ack(twins, pull(twins, children), 1)
+    assert pull(twins, parents)[1]["job"] is None
+    ack(twins, pull(twins, children), 2)
+    job = pull(twins, parents)[1]["job"]
+    assert job["id"] == twins.postgres_ids[0] and len(job["childrenIds"]) == 2 == len(job["data"]["__childrenIds"])
+    # A running parent takes no new child.
+    assert twins.same({"cmd": "PUSH", "queue": children, "data": link, "parentId": "$0"}) == {
+        "ok": False, "error": f"Parent job {twins.postgres_ids[0]} is not linkable"}

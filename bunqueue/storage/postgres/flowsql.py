@@ -1,4 +1,4 @@
-"""The statements of the flow family (``ops.flows``). ``$1`` is always the namespace."""
+"""The statements of flow edits (``ops.flows``, ``flowrows``). ``$1`` is always the namespace."""
 from __future__ import annotations
 
 from bunqueue.broker.states import ACTIVE, COMPLETED, FAILED, WAITING_CHILDREN
