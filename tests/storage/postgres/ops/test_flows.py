@@ -305,3 +305,29 @@ def test_a_push_naming_its_parent_joins_it_and_the_parent_waits(twins: Twins) ->
     # A running parent takes no new child.
     assert twins.same({"cmd": "PUSH", "queue": children, "data": link, "parentId": "$0"}) == {
         "ok": False, "error": f"Parent job {twins.postgres_ids[0]} is not linkable"}
+
+
+def test_a_dependant_pushed_while_its_dependency_completes_always_runs(
+    two_brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    """The push and the ACK race on two brokers: whichever commits first, the dependant runs (released by
+    the ACK, met at push, or released by the sweep)."""
+    acker, pusher = (RawClient(proc.addr) for proc in two_brokers)
+    try:
+        dependants = []
+        for _ in range(20):
+            first = acker.call({"cmd": "PUSH", "queue": "race-a", "data": 1})["id"]
+            token = acker.call({"cmd": "PULL", "queue": "race-a", "owner": "w"})["token"]
+            acker.send({"cmd": "ACK", "id": first, "token": token})
+            pusher.send({"cmd": "PUSH", "queue": "race-b", "data": 2, "dependsOn": [first]})
+            assert acker.recv() == {"ok": True}
+            dependants.append(pusher.recv()["id"])
+        ran = []
+        for _ in dependants:
+            job = pusher.call({"cmd": "PULL", "queue": "race-b", "owner": "w", "timeout": 5000})["job"]
+            assert job is not None, (len(ran), dependants)
+            ran.append(job["id"])
+        assert sorted(ran) == sorted(dependants)
+    finally:
+        acker.close()
+        pusher.close()
