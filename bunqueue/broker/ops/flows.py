@@ -203,7 +203,7 @@ def update_parent(broker: Wiring, child_id: Any, parent_id: Any) -> None:
     if child.state == states.FAILED:
         entry = broker.dlq.get(child_id)
         error = entry["error"] if entry is not None else None
-        broker.flows.child_failed(child, error if error is not None else "Child job failed", broker.clock())
+        broker.flows.child_failed(child, error if error is not None else errors.CHILD_FAILED_UNRECORDED, broker.clock())
 
 
 def move_to_waiting_children(broker: Wiring, job_id: Any, token: Any) -> None:

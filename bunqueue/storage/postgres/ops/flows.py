@@ -186,7 +186,8 @@ class FlowFamily(Family):
                 changed.append(parent)
             await save_jobs(conn, self.namespace, changed)
             if child.state == states.FAILED:
-                await self._child_failed(conn, child, await _dlq_error(conn, self.namespace, child_id))
+                error = await _dlq_error(conn, self.namespace, child_id)
+                await self._child_failed(conn, child, errors.CHILD_FAILED_UNRECORDED if error is None else error)
 
     async def move_to_waiting_children(self, job_id: Any, token: Any) -> None:
         """An active job waits for its unfinished children (or, with none, stays parked as the reference
