@@ -82,7 +82,10 @@ def test_a_push_refuses_missing_and_own_dependencies(twins: Twins) -> None:
     own = _unique("own")
     reply = twins.same({"cmd": "PUSH", "queue": queue, "data": 1, "dependsOn": ["no-such-job"]})
     assert reply == {"ok": False, "error": "Dependency job not found: no-such-job"}
-    assert twins.same({"cmd": "PUSH", "queue": queue, "data": 1, "customId": own, "dependsOn": [own]})["ok"] is False
+    assert twins.same({"cmd": "PUSH", "queue": queue, "data": 1, "jobId": own, "dependsOn": [own]}) == {
+        "ok": False, "error": f"Job cannot depend on itself: {own}"}
+    assert twins.same({"cmd": "PUSHB", "queue": queue, "jobs": [{"data": 1, "customId": own, "dependsOn": [own]}]}) == {
+        "ok": False, "error": f"jobs[0]: Job cannot depend on itself: {own}"}
     reply = twins.same({"cmd": "PUSHB", "queue": queue, "jobs": [{"data": 1}, {"data": 2, "dependsOn": ["ghost"]}]})
     assert reply == {"ok": False, "error": "jobs[1]: Dependency job not found: ghost"}
     # Nothing of a refused request was admitted.
@@ -331,3 +334,18 @@ def test_a_dependant_pushed_while_its_dependency_completes_always_runs(
     finally:
         acker.close()
         pusher.close()
+
+
+def test_a_pipelined_push_may_depend_on_the_push_before_it(twins: Twins) -> None:
+    queue, first = _unique("dep-pipe"), _unique("dep-first")
+    replies = []
+    for client in (twins.memory, twins.postgres):
+        client.send({"cmd": "PUSH", "queue": queue, "data": 1, "jobId": first})
+        client.send({"cmd": "PUSH", "queue": queue, "data": 2, "dependsOn": [first]})
+        replies.append([client.recv(), client.recv()])
+    assert [reply["ok"] for reply in replies[0]] == [reply["ok"] for reply in replies[1]] == [True, True]
+    pulled = pull(twins, queue)
+    assert pulled[1]["job"]["id"] == first
+    assert pull(twins, queue)[1]["job"] is None
+    ack(twins, pulled)
+    assert pull(twins, queue)[1]["job"]["id"] == replies[1][1]["id"]
