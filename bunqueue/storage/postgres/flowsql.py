@@ -1,7 +1,7 @@
 """The statements of flow edits (``ops.flows``, ``flowrows``). ``$1`` is always the namespace."""
 from __future__ import annotations
 
-from bunqueue.broker.states import ACTIVE, COMPLETED, FAILED, WAITING_CHILDREN
+from bunqueue.broker.states import ACTIVE, FAILED, WAITING_CHILDREN
 from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES
 from bunqueue.storage.postgres.statements import _notify_ready
 
@@ -42,6 +42,7 @@ ON CONFLICT DO NOTHING
 DROP_EDGES = """
 DELETE FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2 AND depends_on = ANY($3::text[])
 """
+DROP_ALL_EDGES = "DELETE FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2"
 PENDING_OF = "SELECT depends_on FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2"
 
 _JOB_COLUMNS = "id, queue, state, run_at, parent_id, lease_token, worker_id, record"
@@ -105,9 +106,11 @@ ON CONFLICT (namespace, parent_id, ignored, child_key) DO UPDATE SET error = exc
 FORGET_FAILURES = "DELETE FROM bunqueue_flow_failures WHERE namespace = $1 AND parent_id = $2"
 DLQ_ERROR = "SELECT entry FROM bunqueue_dlq WHERE namespace = $1 AND job_id = $2"
 
-# failParentOnFailure: the parent fails for good, its edges gone.
+# failParentOnFailure: the parent fails for good as Discard leaves a job (no attempt charged, no finish time),
+# its edges gone.
 FAIL_PARENT = f"""
 WITH edges AS (DELETE FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2)
-UPDATE bunqueue_jobs SET state = {FAILED}, completed_at = $3, pending_deps = 0, record = $4
-WHERE namespace = $1 AND id = $2 AND state <> {COMPLETED}
+UPDATE bunqueue_jobs SET state = {FAILED}, pending_deps = 0, worker_id = NULL,
+    lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL
+WHERE namespace = $1 AND id = $2
 """

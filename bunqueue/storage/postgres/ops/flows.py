@@ -231,18 +231,16 @@ class FlowFamily(Family):
         now = self.clock()
         if child.fail_parent_on_failure:
             await conn.execute(flowsql.FORGET_FAILURES, self.namespace, parent.id)
-            # The parent fails for good (reason unknown); its DLQ entry is written by the DLQ family.
-            failure = errors.child_failed(child.id, shown)
-            parent.note({"state": states.FAILED_NAME, "timestamp": now, "error": failure})
-            await conn.execute(flowsql.FAIL_PARENT, self.namespace, parent.id, int(now), pack(parent.to_record()))
+            # The parent fails for good (reason unknown, error ``errors.child_failed(child.id, shown)``);
+            # its DLQ entry is the DLQ family's to write.
+            await conn.execute(flowsql.FAIL_PARENT, self.namespace, parent.id)
             return
         key = f"{child.queue}:{child.id}"
         if child.continue_parent_on_failure:
             await conn.execute(flowsql.KEEP_FAILURE, self.namespace, parent.id, False, key, pack(shown))
             parent.depends_on = []
             if parent.state == states.WAITING_CHILDREN:
-                await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, list(await pending_of(
-                    conn, self.namespace, parent.id)))
+                await conn.execute(flowsql.DROP_ALL_EDGES, self.namespace, parent.id)
                 _release(parent, now)
             await save_jobs(conn, self.namespace, [parent])
         elif child.remove_dependency_on_failure or child.ignore_dependency_on_failure:
