@@ -34,6 +34,13 @@ async def read_jobs(
     return {row["id"]: job_of_row(row) for row in rows}
 
 
+async def read_job(conn: asyncpg.Connection, namespace: str, job_id: Any, lock: bool = False) -> Job | None:
+    """The job ``job_id`` names, or None (a name that is not a string names none)."""
+    if type(job_id) is not str:
+        return None
+    return (await read_jobs(conn, namespace, [job_id], lock)).get(job_id)
+
+
 async def pending_of(conn: asyncpg.Connection, namespace: str, job_id: str) -> set[str]:
     """What ``job_id`` still waits for: its edges."""
     return {row[0] for row in await conn.fetch(flowsql.PENDING_OF, namespace, job_id)}

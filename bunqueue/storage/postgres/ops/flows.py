@@ -21,10 +21,10 @@ from bunqueue.broker import states
 from bunqueue.broker.components import eventnames, flowgraph
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
-from bunqueue.broker.ops.flows import DETACHABLE, _data_get, _with_children, _without
+from bunqueue.broker.ops.flows import DETACHABLE, data_field, with_children, without_keys
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import dependencies, flowsql
-from bunqueue.storage.postgres.flowrows import adopt, job_of_row, pending_of, read_jobs, save_jobs
+from bunqueue.storage.postgres.flowrows import adopt, job_of_row, pending_of, read_job, read_jobs, save_jobs
 from bunqueue.storage.postgres.jobrows import PushColumns
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import pack, unpack
@@ -97,7 +97,7 @@ class FlowFamily(Family):
         """Results of the parent's completed children by ``<queue>:<childId>`` in the parent's order; a
         child whose row is gone is answered under its bare id."""
         async with self.pool.acquire() as conn:
-            parent = (await read_jobs(conn, self.namespace, [parent_id])).get(parent_id)
+            parent = await read_job(conn, self.namespace, parent_id)
             if parent is None or not parent.children_ids:
                 return {}
             rows = await conn.fetch(flowsql.CHILD_RESULTS, self.namespace, list(parent.children_ids))
@@ -121,12 +121,12 @@ class FlowFamily(Family):
     async def remove_child_dependency(self, child_id: str) -> bool:
         """Detach a child from its waiting parent: both lose the edge and its metadata."""
         async with self.pool.acquire() as conn, conn.transaction():
-            child = (await read_jobs(conn, self.namespace, [child_id], lock=True)).get(child_id)
+            child = await read_job(conn, self.namespace, child_id, lock=True)
             if child is None:
                 raise CommandError(errors.job_not_found(child_id))
             if not child.parent_id:
                 raise CommandError(errors.job_has_no_parent(child_id))
-            parent = (await read_jobs(conn, self.namespace, [child.parent_id], lock=True)).get(child.parent_id)
+            parent = await read_job(conn, self.namespace, child.parent_id, lock=True)
             if (
                 parent is None
                 or parent.state != states.WAITING_CHILDREN
@@ -135,9 +135,9 @@ class FlowFamily(Family):
             ):
                 return False
             child.parent_id = None
-            child.data = _without(child.data, ("__parentId", "__parentQueue"))
+            child.data = without_keys(child.data, ("__parentId", "__parentQueue"))
             parent.children_ids = [kid for kid in parent.children_ids if kid != child_id]
-            parent.data = _with_children(parent.data, parent.children_ids)
+            parent.data = with_children(parent.data, parent.children_ids)
             pending = await pending_of(conn, self.namespace, parent.id)
             parent.depends_on = [dep for dep in parent.depends_on if dep != child_id and dep in pending]
             await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, [child_id])
@@ -149,7 +149,7 @@ class FlowFamily(Family):
     async def remove_unprocessed_children(self, parent_id: Any) -> None:
         """Remove the parent's children that have not started (active and finished ones stay)."""
         async with self.pool.acquire() as conn, conn.transaction():
-            parent = (await read_jobs(conn, self.namespace, [parent_id])).get(parent_id)
+            parent = await read_job(conn, self.namespace, parent_id)
             if parent is None or not parent.children_ids:
                 return
             children = await read_jobs(conn, self.namespace, list(parent.children_ids), lock=True)
@@ -172,7 +172,7 @@ class FlowFamily(Family):
                 raise CommandError(errors.child_not_found(child_id))
             if parent is None:
                 raise CommandError(errors.parent_not_found(parent_id))
-            for owner in (child.parent_id, _data_get(child.data, "__parentId")):
+            for owner in (child.parent_id, data_field(child.data, "__parentId")):
                 if owner and owner != PENDING_PARENT and owner != parent_id:
                     raise CommandError(errors.child_owned_elsewhere(child_id, owner))
             declared = child_id in parent.children_ids
@@ -218,13 +218,13 @@ class FlowFamily(Family):
         """``child_id`` failed terminally (the job family's hook, after the FAIL): its flow policy, if it
         has a parent."""
         async with self.pool.acquire() as conn, conn.transaction():
-            child = (await read_jobs(conn, self.namespace, [child_id])).get(child_id)
+            child = await read_job(conn, self.namespace, child_id)
             if child is not None and child.parent_id is not None:
                 await self._child_failed(conn, child, error)
 
     async def _child_failed(self, conn: asyncpg.Connection, child: Job, error: Any) -> None:
         """Apply ``child``'s policy to its parent while the parent still waits (``flowpolicy``)."""
-        parent = (await read_jobs(conn, self.namespace, [child.parent_id], lock=True)).get(child.parent_id)
+        parent = await read_job(conn, self.namespace, child.parent_id, lock=True)
         if parent is None or parent.state not in WAITING_PARENT:
             return
         shown = errors.CHILD_FAILED_DEFAULT if error is None else error

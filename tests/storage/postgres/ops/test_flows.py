@@ -349,3 +349,21 @@ def test_a_pipelined_push_may_depend_on_the_push_before_it(twins: Twins) -> None
     assert pull(twins, queue)[1]["job"] is None
     ack(twins, pulled)
     assert pull(twins, queue)[1]["job"]["id"] == replies[1][1]["id"]
+
+
+@pytest.mark.parametrize("frame", [
+    {"cmd": "GetChildrenValues", "id": [1]},
+    {"cmd": "GetChildrenValues"},
+    {"cmd": "RemoveUnprocessedChildren", "id": {"a": 1}},
+    {"cmd": "UpdateParent", "childId": [1], "parentId": "p"},
+    {"cmd": "UpdateParent", "childId": "c", "parentId": 7},
+    {"cmd": "RemoveChildDependency", "id": 5},
+    {"cmd": "MoveToWaitingChildren", "id": [1], "token": "t"},
+    {"cmd": "GetFailedChildrenValues", "id": None},
+    {"cmd": "GetIgnoredChildrenFailures"},
+    {"cmd": "PUSHF", "jobs": "x"},
+    {"cmd": "PUSH", "queue": "dep-odd", "data": 1, "dependsOn": [3]},
+])
+def test_odd_ids_get_the_memory_engines_answer(twins: Twins, frame: dict[str, Any]) -> None:
+    reply = twins.same(frame)
+    assert "ok" in reply
