@@ -45,6 +45,8 @@ DELETE FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2 AND d
 DROP_ALL_EDGES = "DELETE FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2"
 PENDING_OF = "SELECT depends_on FROM bunqueue_job_dependencies WHERE namespace = $1 AND job_id = $2"
 
+PARENT_OF = "SELECT parent_id FROM bunqueue_jobs WHERE namespace = $1 AND id = $2"
+
 _JOB_COLUMNS = "id, queue, state, run_at, parent_id, lease_token, worker_id, record"
 JOBS = f"SELECT {_JOB_COLUMNS} FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
 # Locked in id order, so two edits of one flow wait for each other rather than deadlock.

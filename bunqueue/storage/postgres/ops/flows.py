@@ -216,11 +216,14 @@ class FlowFamily(Family):
 
     async def failed_for_good(self, child_id: str, error: Any) -> None:
         """``child_id`` failed terminally (the job family's hook, after the FAIL): its flow policy, if it
-        has a parent."""
-        async with self.pool.acquire() as conn, conn.transaction():
-            child = await read_job(conn, self.namespace, child_id)
-            if child is not None and child.parent_id is not None:
-                await self._child_failed(conn, child, error)
+        has a parent. A job without one costs one index read."""
+        async with self.pool.acquire() as conn:
+            if await conn.fetchval(flowsql.PARENT_OF, self.namespace, child_id) is None:
+                return
+            async with conn.transaction():
+                child = await read_job(conn, self.namespace, child_id)
+                if child is not None and child.parent_id is not None:
+                    await self._child_failed(conn, child, error)
 
     async def _child_failed(self, conn: asyncpg.Connection, child: Job, error: Any) -> None:
         """Apply ``child``'s policy to its parent while the parent still waits (``flowpolicy``)."""
