@@ -7,12 +7,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import pytest
 
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.postgres import PostgresServer
 from bunqueue._testbase.server import ServerProcess
 from bunqueue._testbase.twins import Twins
+from bunqueue.broker import states
 from tests.storage.postgres.ops.conftest import postgres_broker
 
 pytestmark = pytest.mark.usefixtures("postgres")
@@ -248,6 +250,28 @@ def two_brokers(postgres: PostgresServer) -> Iterator[tuple[ServerProcess, Serve
     yield first, second
     first.stop()
     second.stop()
+
+
+async def test_an_edge_a_completion_did_not_see_is_released_by_the_sweep(postgres: PostgresServer) -> None:
+    """An ACK reads the edges as of its start: an edge committed while it ran is left to the sweep every
+    broker runs. Here the dependency is completed behind the ACK statement's back."""
+    namespace = f"flows-{uuid.uuid4().hex[:12]}"
+    broker = postgres_broker(postgres, namespace)
+    client = RawClient(broker.addr)
+    conn = await asyncpg.connect(postgres.url())
+    try:
+        first = client.call({"cmd": "PUSH", "queue": "sweep-a", "data": 1})["id"]
+        waiting = client.call({"cmd": "PUSH", "queue": "sweep-b", "data": 2, "dependsOn": [first]})["id"]
+        assert client.call({"cmd": "PULL", "queue": "sweep-b", "owner": "w"})["job"] is None
+        completed = states.COMPLETED
+        await conn.execute(
+            "UPDATE bunqueue_jobs SET state = $3 WHERE namespace = $1 AND id = $2", namespace, first, completed)
+        job = client.call({"cmd": "PULL", "queue": "sweep-b", "owner": "w", "timeout": 5000})["job"]
+        assert job is not None and job["id"] == waiting
+    finally:
+        await conn.close()
+        client.close()
+        broker.stop()
 
 
 def test_children_completed_on_one_broker_release_the_parent_for_another(
