@@ -59,7 +59,8 @@ def dependent_batches(batches: list[Sequence[Job]]) -> list[int]:
     """Positions of the requests of a push flush that carry a job with dependencies or a parent link."""
     out = []
     for i, jobs in enumerate(batches):
-        for at in needing_checks(jobs if type(jobs) is list else list(jobs)):
+        # A PUSHB's jobs are screened by the compiled loop; a PUSH's one job is looked at directly.
+        for at in needing_checks(jobs) if type(jobs) is list else range(len(jobs)):
             if jobs[at].pending_deps is not None or _linked_parent(jobs[at]) is not None:
                 out.append(i)
                 break
