@@ -391,3 +391,21 @@ def test_a_pipelined_push_may_depend_on_the_push_before_it(twins: Twins) -> None
 def test_odd_ids_get_the_memory_engines_answer(twins: Twins, frame: dict[str, Any]) -> None:
     reply = twins.same(frame)
     assert "ok" in reply
+
+
+def test_pushf_members_take_their_first_states_and_siblings_may_depend_on_each_other(twins: Twins) -> None:
+    queue = _unique("flow-mixed")
+    first, later, urgent, after = _unique("m1"), _unique("m2"), _unique("m3"), _unique("m4")
+    reply = twins.same({"cmd": "PUSHF", "jobs": [
+        {"id": first, "queue": queue, "input": {"name": "first", "data": {}}},
+        {"id": later, "queue": queue, "input": {"name": "later", "data": {}, "delay": 60000}},
+        {"id": urgent, "queue": queue, "input": {"name": "urgent", "data": {}, "priority": 5}},
+        {"id": after, "queue": queue, "input": {"name": "after", "data": {}, "dependsOn": [first, urgent]}},
+    ]})
+    assert [job["id"] for job in reply["data"]["jobs"]] == [first, later, urgent, after]
+    taken = [pull(twins, queue) for _ in range(2)]
+    assert [pulled[1]["job"]["id"] for pulled in taken] == [urgent, first]
+    assert pull(twins, queue)[1]["job"] is None
+    for pulled in taken:
+        ack(twins, pulled)
+    assert pull(twins, queue)[1]["job"]["id"] == after
