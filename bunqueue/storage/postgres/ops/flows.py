@@ -37,8 +37,14 @@ class FlowFamily(Family):
     # -- PUSHF -------------------------------------------------------------------------------------------
 
     async def prepare_graph(self, items: Any, measure: bool) -> list[Job]:
-        """Validate and build a graph, each member in its first state; nothing is written yet."""
+        """Validate and build a graph, each member in its first state; nothing is written yet. A member
+        whose id is taken refuses the graph before any member is built, as in memory."""
         planned = flowgraph.validate(items, measure)
+        if not planned:
+            return []
+        taken = await self.pool.fetchval(flowsql.GRAPH_TAKEN, self.namespace, [member.id for member in planned])
+        if taken is not None:
+            raise CommandError(errors.flow_job_exists(taken))
         now = self.clock()
         jobs: list[Job] = []
         for member in planned:
@@ -52,8 +58,8 @@ class FlowFamily(Family):
         return jobs
 
     async def commit_graph(self, jobs: list[Job]) -> None:
-        """Insert the whole graph and its edges in one transaction; refused with the first member whose id
-        is taken, as in memory. Nothing is left to publish afterwards: the reply can go."""
+        """Insert the whole graph and its edges in one transaction, or nothing when a member's id was taken
+        since ``prepare_graph`` looked. Nothing is left to publish afterwards: the reply can go."""
         if not jobs:
             return None
         columns = PushColumns()
@@ -66,9 +72,6 @@ class FlowFamily(Family):
                 edge_deps.append(dep)
                 edge_jobs.append(job.id)
         async with self.pool.acquire() as conn, conn.transaction():
-            taken = await conn.fetchval(flowsql.GRAPH_TAKEN, self.namespace, columns.ids)
-            if taken is not None:
-                raise CommandError(errors.flow_job_exists(taken))
             rows = await conn.fetch(
                 flowsql.GRAPH_INSERT, self.namespace, *columns.arrays(),
                 [job.state for job in jobs], [len(job.pending_deps or ()) for job in jobs],

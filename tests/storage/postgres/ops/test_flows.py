@@ -409,3 +409,12 @@ def test_pushf_members_take_their_first_states_and_siblings_may_depend_on_each_o
     for pulled in taken:
         ack(twins, pulled)
     assert pull(twins, queue)[1]["job"]["id"] == after
+
+
+def test_a_taken_flow_id_is_named_before_a_member_that_does_not_build(twins: Twins) -> None:
+    queue, solo = _unique("flow-order"), _unique("solo")
+    twins.same({"cmd": "PUSHF", "jobs": [{"id": solo, "queue": queue, "input": {"name": "solo", "data": {}}}]})
+    reply = twins.same({"cmd": "PUSHF", "jobs": [
+        {"id": _unique("fresh"), "queue": queue, "input": {"name": "x", "data": {}, "priority": "high"}},
+        {"id": solo, "queue": queue, "input": {"name": "solo", "data": {}}}]})
+    assert reply == {"ok": False, "error": f"Flow job {solo} already exists"}
