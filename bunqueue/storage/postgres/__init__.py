@@ -104,9 +104,9 @@ What is next
       start goes.
     - What ``hotpath`` leaves out, each answered as the memory engine answers it: retry backoff (a FAIL
       with attempts left is ready at once today), the error and stack of a FAIL and the failed/waiting
-      timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, group
-      claims (a pull's ``group`` is not read yet) and queue limits, the DLQ, job events, and a pull without
-      an owner (it is leased like any claim, and its ACK, which carries no token, is refused).
+      timeline entries, removeOnComplete/removeOnFail, repeats at push, group claims (a pull's ``group``
+      is not read yet) and queue limits, the DLQ, job events, and the FAIL of a pull without an owner (it
+      is leased like any claim, and its FAIL, which carries no token, is refused; its ACK is answered).
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare
