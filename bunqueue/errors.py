@@ -312,6 +312,8 @@ FLOW_OWN_PARENT = "A flow job cannot be its own parent"
 JOB_OWN_PARENT = "A job cannot be its own parent"
 MOVE_NOT_ACTIVE = "Job is not active"
 CHILD_FAILED_DEFAULT = "unknown error"
+# The error a child that was already in the DLQ without one passes to its policy when UpdateParent links it.
+CHILD_FAILED_UNRECORDED = "Child job failed"
 
 
 def flow_item_not_object(index: int) -> str:

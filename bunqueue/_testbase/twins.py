@@ -16,7 +16,9 @@ TIMES = frozenset({
     # A span between two of those times.
     "duration",
 })
-IDS = frozenset({"id", "ids", "jobId", "jobIds", "parentId", "childId"})
+IDS = frozenset({
+    "id", "ids", "jobId", "jobIds", "parentId", "childId", "dependsOn", "childrenIds", "__parentId", "__childrenIds",
+})
 TOKENS = frozenset({"token", "tokens", "lockToken"})
 
 

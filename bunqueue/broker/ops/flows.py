@@ -148,9 +148,9 @@ def remove_child_dependency(broker: Wiring, child_id: str) -> bool:
     ):
         return False
     child.parent_id = None
-    child.data = _without(child.data, ("__parentId", "__parentQueue"))
+    child.data = without_keys(child.data, ("__parentId", "__parentQueue"))
     parent.children_ids = [kid for kid in parent.children_ids if kid != child_id]
-    parent.data = _with_children(parent.data, parent.children_ids)
+    parent.data = with_children(parent.data, parent.children_ids)
     unresolved = [dep for dep in parent.depends_on if dep != child_id and not _completed(broker, dep)]
     deps = broker.deps
     for dep in parent.depends_on:
@@ -189,7 +189,7 @@ def update_parent(broker: Wiring, child_id: Any, parent_id: Any) -> None:
     if parent is None:
         raise CommandError(errors.parent_not_found(parent_id))
     child_id, parent_id = child.id, parent.id
-    for owner in (child.parent_id, _data_get(child.data, "__parentId")):
+    for owner in (child.parent_id, data_field(child.data, "__parentId")):
         if owner and owner != PENDING_PARENT and owner != parent_id:
             raise CommandError(errors.child_owned_elsewhere(child_id, owner))
     declared = child_id in parent.children_ids
@@ -203,7 +203,7 @@ def update_parent(broker: Wiring, child_id: Any, parent_id: Any) -> None:
     if child.state == states.FAILED:
         entry = broker.dlq.get(child_id)
         error = entry["error"] if entry is not None else None
-        broker.flows.child_failed(child, error if error is not None else "Child job failed", broker.clock())
+        broker.flows.child_failed(child, error if error is not None else errors.CHILD_FAILED_UNRECORDED, broker.clock())
 
 
 def move_to_waiting_children(broker: Wiring, job_id: Any, token: Any) -> None:
@@ -218,22 +218,22 @@ def move_to_waiting_children(broker: Wiring, job_id: Any, token: Any) -> None:
     broker.transitions.park_active(job, pending or None, broker.clock())
 
 
-# -- flow metadata in data ----------------------------------------------------------------------------
+# -- flow metadata in data (the PostgreSQL engine edits it with these too) ----------------------------
 
 
-def _data_get(data: Any, key: str) -> Any:
+def data_field(data: Any, key: str) -> Any:
     return data.get(key) if type(data) is dict else None
 
 
-def _without(data: Any, keys: tuple[str, ...]) -> Any:
+def without_keys(data: Any, keys: tuple[str, ...]) -> Any:
     if type(data) is not dict:
         return data
     return {key: value for key, value in data.items() if key not in keys}
 
 
-def _with_children(data: Any, children: list[str]) -> Any:
+def with_children(data: Any, children: list[str]) -> Any:
     if type(data) is not dict:
         return data
     if children:
         return {**data, "__childrenIds": list(children)}
-    return _without(data, ("__childrenIds",))
+    return without_keys(data, ("__childrenIds",))

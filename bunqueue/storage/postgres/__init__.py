@@ -115,8 +115,8 @@ What is next
     - The engine: the memory ``Broker``'s components as the cache for everything but the job family,
       ``awaits_jobs`` True, ``PostgresJobs`` bound in; then ``server/app.py`` builds it and the refusal at
       start goes.
-    - What ``hotpath`` leaves out, each answered as the memory engine answers it: dependencies, parents and
-      repeats at push, group claims (a pull's ``group`` is not read yet) and queue limits, and job events.
+    - What ``hotpath`` leaves out, each answered as the memory engine answers it: repeats at push and job
+      events.
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare

@@ -25,6 +25,7 @@ from bunqueue.storage.postgres.ops.cleanup import CleanupFamily
 from bunqueue.storage.postgres.ops.cron import CRON_SWEEP_S, CronFamily
 from bunqueue.storage.postgres.ops.dedup import DedupFamily
 from bunqueue.storage.postgres.ops.dlq import DlqFamily
+from bunqueue.storage.postgres.ops.flows import FlowFamily
 from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
 from bunqueue.storage.postgres.ops.limits import LimitsFamily
 from bunqueue.storage.postgres.ops.listing import ListingFamily
@@ -48,16 +49,20 @@ LEASE_SWEEP_S = 0.5
 DUE_SWEEP_S = 0.05
 # How often due DLQ entries are retried automatically or expired.
 DLQ_MAINTENANCE_S = 1.0
+# How often this broker releases dependency edges a completion could not see (``dependencies``).
+DEPENDENCY_SWEEP_S = 1.0
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
 
 
+# The families before the job family, so that a family may take up the job family's hooks (FlowFamily's
+# ``failed_for_good``).
 class PostgresEngine(
-    PostgresJobs,
     CleanupFamily,
     CronFamily,
     DedupFamily,
     DlqFamily,
+    FlowFamily,
     JobControlFamily,
     LimitsFamily,
     ListingFamily,
@@ -69,6 +74,7 @@ class PostgresEngine(
     StallsFamily,
     WebhooksFamily,
     WorkersFamily,
+    PostgresJobs,
 ):
     awaits_jobs = True
 
@@ -95,6 +101,7 @@ class PostgresEngine(
         return cls(await HotPath.open(config), config, settings)
 
     def start(self) -> None:
+        self.every("dependency release", DEPENDENCY_SWEEP_S, self.release_settled)
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("delayed promotion", DUE_SWEEP_S, self.hot.promote_due)
         self.every("dlq maintenance", DLQ_MAINTENANCE_S, self.maintain_dlq)

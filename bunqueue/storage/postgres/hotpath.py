@@ -8,7 +8,9 @@ memory engine's texts; the other requests of the same flush are not affected by 
 An ack is one statement; a fail and a lease-expiry sweep are a read of the running rows (locked) and one
 write, as their outcome is decided in Python exactly as the memory engine decides it (``attempts``: backoff,
 failure history, timeline, the DLQ or removal, stalls). Due delayed jobs are claimed with the ready ones and
-promoted by ``promote_due``. Queue pause and limits are the claim statement's (see ``statements.CLAIM``).
+promoted by ``promote_due``. Queue pause and limits are the claim statement's (see ``statements.CLAIM``). A
+push whose jobs depend on others parks them with their edges in the insert's transaction, and an ack
+releases what waited for it (``dependencies``).
 
 Not here yet, and kept for the engine around this: job timeouts and the stall detector's own timing (a
 lapsed lease is the only stall).
@@ -16,7 +18,7 @@ lapsed lease is the only stall).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -24,8 +26,9 @@ import asyncpg
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.clock import now_ms
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres import dependencies, statements
 from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
@@ -59,7 +62,7 @@ class HotPath:
         self.wakeups = wakeups
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
-        self._pushes: Collector[list[Job], list[str]] = Collector(self._flush_pushes)
+        self._pushes: Collector[Sequence[Job], list[str]] = Collector(self._flush_pushes)
         self._acks: Collector[SettleRequest, Any] = Collector(self._flush_acks)
         self._fails: Collector[SettleRequest, Any] = Collector(self._flush_fails)
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
@@ -96,45 +99,48 @@ class HotPath:
 
     async def push(self, job: Job) -> str:
         """Admit one built job (``JobFactory.build``); the id the push answers."""
-        return (await self._pushes.submit([job]))[0]
+        # A tuple: a refusal names no position, as PUSH's does not.
+        return (await self._pushes.submit((job,)))[0]
 
     async def push_many(self, jobs: list[Job]) -> list[str]:
         """PUSHB: the ids, in order. A job whose custom id or unique key is live answers that job's id."""
         return await self._pushes.submit(jobs)
 
-    async def _flush_pushes(self, batches: list[list[Job]]) -> list[list[str] | BaseException]:
-        columns = PushColumns()
-        for jobs in batches:
-            for job in jobs:
-                columns.add(job)
-        custom_ids = [custom for custom in columns.custom_ids if custom is not None]
+    async def _flush_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
+        # A request whose jobs wait for others is checked and parked in the insert's transaction; its
+        # refusal (a missing dependency) leaves the other requests of the flush alone.
+        dependent = dependencies.dependent_batches(batches)
+        refused: dict[int, CommandError] = {}
         async with self.pool.acquire() as conn:
-            if custom_ids:
+            if dependent:
                 async with conn.transaction():
-                    await conn.execute(statements.FORGET_FINISHED, self.namespace, custom_ids)
-                    rows = await conn.fetch(statements.PUSH, self.namespace, *columns.arrays())
+                    admission = await dependencies.check(conn, self.namespace, batches, dependent)
+                    refused = admission.refused
+                    admitted = [jobs for i, jobs in enumerate(batches) if i not in refused]
+                    columns = _columns(admitted)
+                    inserted = await self._insert(conn, columns)
+                    await dependencies.park(conn, self.namespace, admission, inserted, now_ms())
             else:
-                rows = await conn.fetch(statements.PUSH, self.namespace, *columns.arrays())
-            inserted = {row[0] for row in rows}
+                admitted = batches
+                columns = _columns(batches)
+                inserted = await self._insert(conn, columns)
             left_out = [i for i, job_id in enumerate(columns.ids) if job_id not in inserted]
             holders = await self._holders(conn, columns, left_out) if left_out else {}
         for queue in set(columns.queues):
             self.wakeups.wake(queue)
-        out: list[list[str] | BaseException] = []
-        at = 0
-        for jobs in batches:
-            ids: list[str] = []
-            lost: str | None = None
-            for i in range(at, at + len(jobs)):
-                job_id = columns.ids[i]
-                answer = job_id if job_id in inserted else holders.get(i)
-                if answer is None:
-                    lost = job_id
-                    break
-                ids.append(answer)
-            at += len(jobs)
-            out.append(PushLost(f"job {lost} was not admitted") if lost is not None else ids)
-        return out
+        answers = iter(_answers(admitted, columns, inserted, holders))
+        return [refused[i] if i in refused else next(answers) for i in range(len(batches))]
+
+    async def _insert(self, conn: asyncpg.Connection, columns: PushColumns) -> set[str]:
+        """Insert the rows of ``columns``; the ids that went in."""
+        custom_ids = [custom for custom in columns.custom_ids if custom is not None]
+        if custom_ids and not conn.is_in_transaction():
+            async with conn.transaction():
+                return await self._insert(conn, columns)
+        if custom_ids:
+            await conn.execute(statements.FORGET_FINISHED, self.namespace, custom_ids)
+        rows = await conn.fetch(statements.PUSH, self.namespace, *columns.arrays())
+        return {row[0] for row in rows}
 
     async def _holders(self, conn: asyncpg.Connection, columns: PushColumns, left_out: list[int]) -> dict[int, str]:
         """For each row left out, the live job that holds its custom id or else its (queue, unique key)."""
@@ -366,6 +372,35 @@ def _refused(row: asyncpg.Record | None, job_id: Any, token: Any, failing: bool)
 def _sendable(request: SettleRequest) -> SettleRequest:
     job_id, token, value = request
     return (job_id, token if token is None or type(token) is str else "", value)
+
+
+def _columns(batches: list[Sequence[Job]]) -> PushColumns:
+    columns = PushColumns()
+    for jobs in batches:
+        for job in jobs:
+            columns.add(job)
+    return columns
+
+
+def _answers(
+    batches: list[Sequence[Job]], columns: PushColumns, inserted: set[str], holders: dict[int, str]
+) -> list[list[str] | BaseException]:
+    """Each request's ids: its own where its row went in, else the holder's."""
+    out: list[list[str] | BaseException] = []
+    at = 0
+    for jobs in batches:
+        ids: list[str] = []
+        lost: str | None = None
+        for i in range(at, at + len(jobs)):
+            job_id = columns.ids[i]
+            answer = job_id if job_id in inserted else holders.get(i)
+            if answer is None:
+                lost = job_id
+                break
+            ids.append(answer)
+        at += len(jobs)
+        out.append(PushLost(f"job {lost} was not admitted") if lost is not None else ids)
+    return out
 
 
 def _refusal(row: asyncpg.Record | None, job_id: Any, token: Any) -> str:

@@ -69,7 +69,15 @@ class PostgresJobs:
         self, job_id: Any, token: Any, error: Any, stack: Any, unrecoverable: bool, remove: bool
     ) -> Reply:
         outcome = await self.hot.fail(job_id, token, unrecoverable, error, stack, remove)
-        return finalized() if outcome is LATE else {"ok": True}
+        if outcome is LATE:
+            return finalized()
+        if outcome == states.FAILED:
+            await self.failed_for_good(job_id, error)
+        return {"ok": True}
+
+    async def failed_for_good(self, job_id: str, error: Any) -> None:
+        """``job_id`` failed terminally: the engine's flow family applies a child's policy to its parent
+        here (``ops.flows``); the job family alone has nothing more to do."""
 
     async def ack_batch_async(self, ids: list[Any], tokens: list[Any] | None, results: list[Any] | None) -> Reply:
         """Every position is checked before any job changes, as in memory; a lease lost between the check

@@ -84,11 +84,17 @@ def claimed_job(row: Sequence[Any]) -> Job:
     The row counts the attempt its claim started; a job on the wire counts the attempts before the running
     one, as the memory engine's does. Priority, lifo and run time are columns that job control changes
     in place, so the row's values win over the record's."""
-    _slot, _id, _token, attempts, started_at, seq, record, priority, lifo, run_at = row
+    _slot, _id, _token, attempts, started_at, seq, record, priority, lifo, run_at, released_at = row
     job = Job.from_record(unpack(record))
     job.priority = priority
     job.lifo = lifo
     job.run_at = run_at
+    if released_at is not None and job.timeline and job.timeline[-1]["state"] == states.WAITING_CHILDREN_NAME:
+        # Released by its last dependency's completion: the state it entered then, as memory notes it.
+        entered = states.DELAYED if job.run_at > released_at else states.READY
+        job.note({
+            "state": states.state_name(entered, job.priority, job.run_at, released_at), "timestamp": released_at,
+        })
     job.state = states.ACTIVE
     job.attempts = attempts - 1
     # Times are wire doubles, as the memory engine's are.

@@ -62,6 +62,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             parent_id text,
             -- Dependencies not yet completed (rows in bunqueue_job_dependencies); 0 when none are left.
             pending_deps integer NOT NULL DEFAULT 0,
+            -- When the completion of its last dependency released it: the claim notes the state it entered
+            -- then in the record's timeline, which the releasing statement cannot write.
+            released_at bigint,
             -- The running attempt's lease: its token (the worker's proof), the broker session that granted
             -- it (the fencing token) and when it lapses (lockTtl after the last renewal).
             lease_token text,
@@ -106,12 +109,26 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         f"""CREATE UNIQUE INDEX bunqueue_jobs_unique_key ON bunqueue_jobs (namespace, queue, unique_key)
             WHERE unique_key IS NOT NULL AND state IN ({_LIVE})""",
         "CREATE INDEX bunqueue_jobs_children ON bunqueue_jobs (namespace, parent_id) WHERE parent_id IS NOT NULL",
-        # Who waits on a job: read when it completes, to release its dependants.
+        # Who still waits on a job: an edge goes when the job completes (or the edge is given up), so the
+        # table holds pending edges only.
         """CREATE TABLE bunqueue_job_dependencies (
             namespace text NOT NULL,
             depends_on text NOT NULL,
             job_id text NOT NULL,
             PRIMARY KEY (namespace, depends_on, job_id)
+        )""",
+        # What a waiting job still waits for (flow edits, a job leaving).
+        "CREATE INDEX bunqueue_job_dependencies_waiting ON bunqueue_job_dependencies (namespace, job_id)",
+        # What a flow policy kept of a child's terminal failure, for its parent (GetFailedChildrenValues when
+        # `ignored` is false, GetIgnoredChildrenFailures when true), by "<queue>:<childId>", in failure order.
+        """CREATE TABLE bunqueue_flow_failures (
+            namespace text NOT NULL,
+            parent_id text NOT NULL,
+            ignored boolean NOT NULL,
+            child_key text NOT NULL,
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            error bytea NOT NULL,
+            PRIMARY KEY (namespace, parent_id, ignored, child_key)
         )""",
         """CREATE TABLE bunqueue_results (
             namespace text NOT NULL,

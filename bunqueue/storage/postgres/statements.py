@@ -6,7 +6,7 @@ it touched, from inside the statement, so the notification leaves with the commi
 from __future__ import annotations
 
 from bunqueue.broker.components.queuelimits import DEFAULT_RATE_DURATION
-from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY
+from bunqueue.broker.states import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE, READY, WAITING_CHILDREN
 from bunqueue.storage.postgres.jobrows import PUSH_COLUMN_NAMES, PUSH_COLUMN_TYPES, stored_columns
 from bunqueue.storage.postgres.sessions import NOW_MS
 
@@ -23,6 +23,24 @@ def _notify_ready(source: str) -> str:
         f"woken AS (SELECT count(pg_notify('{CHANNEL}', json_build_array($1::text, queue)::text)) AS n"
         f" FROM (SELECT DISTINCT queue FROM {source} WHERE state = {READY}) touched)"
     )
+
+
+def release_dependants(completed: str) -> str:
+    """CTEs ``freed`` and ``released``: the edges to the job ids of ``completed`` (a CTE or subquery with an
+    ``id`` column) go, and each waiting job whose last edge that was runs (ready, or delayed until its run
+    time); ``released`` returns their queue and state, for ``_notify_ready``. ``clock`` must be in scope."""
+    return f"""freed AS (
+    DELETE FROM bunqueue_job_dependencies d USING {completed} c
+    WHERE d.namespace = $1 AND d.depends_on = c.id
+    RETURNING d.job_id
+), released AS (
+    UPDATE bunqueue_jobs j SET pending_deps = greatest(j.pending_deps - f.n, 0), released_at = clock.now,
+        state = CASE WHEN j.pending_deps > f.n THEN {WAITING_CHILDREN}
+                     WHEN j.run_at > clock.now THEN {DELAYED} ELSE {READY} END
+    FROM (SELECT job_id, count(*)::int AS n FROM freed GROUP BY job_id) f, clock
+    WHERE j.namespace = $1 AND j.id = f.job_id AND j.state = {WAITING_CHILDREN}
+    RETURNING j.queue, j.state
+)"""
 
 
 _PUSH_ARGS = ", ".join(f"${i + 2}::{kind}" for i, kind in enumerate(PUSH_COLUMN_TYPES))
@@ -161,11 +179,11 @@ claimed AS (
     FROM picked JOIN slots USING (slot), clock
     WHERE j.namespace = $1 AND j.id = picked.id
     RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo,
-        j.run_at
+        j.run_at, j.released_at
 ),
 {_SPENT}
 SELECT * FROM claimed
-UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM room WHERE room.limited <> $7
+UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM room WHERE room.limited <> $7
 """
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
@@ -180,6 +198,8 @@ _ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))
 # Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
 # completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
 # that does not settle is left alone and missing from the answer.
+# Results ($4, NULL for none) are kept in the same statement (a flow parent reads its children's there), the
+# jobs that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 req AS (SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::bool[]) AS r(id, token, result, remove)),
@@ -201,8 +221,12 @@ done AS (
     INSERT INTO bunqueue_results (namespace, job_id, result)
     SELECT $1, id, result FROM done WHERE result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
-)
-SELECT id, token FROM done UNION ALL SELECT id, token FROM gone
+), settled AS (
+    SELECT id FROM done UNION ALL SELECT id FROM gone
+), {release_dependants("settled")}, forgotten AS (
+    DELETE FROM bunqueue_flow_failures x USING settled WHERE x.namespace = $1 AND x.parent_id = settled.id
+), {_notify_ready("released")}
+SELECT id, token FROM done, woken UNION ALL SELECT id, token FROM gone, woken
 """
 
 _LOST_COLUMNS = (
@@ -277,7 +301,8 @@ SELECT n FROM woken
 
 # Why an ack or fail was refused: the rows it named, as they are now.
 SETTLE_REFUSED = (
-    "SELECT id, state, lease_token, attempts FROM bunqueue_jobs WHERE namespace = $1 AND id = ANY($2::text[])"
+    "SELECT id, state, lease_token, attempts, worker_id FROM bunqueue_jobs WHERE namespace = $1"
+    " AND id = ANY($2::text[])"
 )
 
 # Every delayed job of the namespace whose run time has passed becomes ready (claimable by any broker), in

@@ -14,6 +14,7 @@ TABLES = {
     "bunqueue_schema_version", "bunqueue_broker_sessions", "bunqueue_jobs", "bunqueue_job_dependencies",
     "bunqueue_results", "bunqueue_job_logs", "bunqueue_dlq", "bunqueue_dedup", "bunqueue_queues",
     "bunqueue_groups", "bunqueue_crons", "bunqueue_webhooks", "bunqueue_workers", "bunqueue_worker_totals",
+    "bunqueue_flow_failures",
 }
 
 
