@@ -18,9 +18,14 @@ from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.config import Settings
 from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
+from bunqueue.storage.postgres.broadcast import Broadcast
 from bunqueue.storage.postgres.hotpath import HotPath
+from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.events import EventsFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
+from bunqueue.storage.postgres.ops.monitoring import MonitoringFamily
+from bunqueue.storage.postgres.ops.system import SystemFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
 
@@ -32,18 +37,29 @@ LEASE_SWEEP_S = 0.5
 TOTALS_REFRESH_S = 1.0
 
 
-class PostgresEngine(PostgresJobs, LocalFamily):
+class PostgresEngine(
+    PostgresJobs,
+    EventsFamily,
+    LocalFamily,
+    MonitoringFamily,
+    SystemFamily,
+):
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,
                  clock: Callable[[], float] = now_ms) -> None:
-        PostgresJobs.__init__(self, hot, clock)
+        self.events = EventHub(clock)
+        self.counters = Counters()
+        self.counters.max_prometheus_queues = settings.metrics_max_queues
+        PostgresJobs.__init__(
+            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events.queue_created)
+        )
         self.pool = hot.pool
         self.namespace = hot.namespace
         self.config = config
         self.settings = settings
-        self.events = EventHub(clock)
-        self.counters = Counters()
+        self.broadcast = Broadcast(hot.pool, hot.namespace, config.broker_id)
+        hot.wakeups.on_events = self.heard
         self.last_totals = Totals()
         self.timers: list[asyncio.Task[None]] = []
 
@@ -52,7 +68,9 @@ class PostgresEngine(PostgresJobs, LocalFamily):
         """Reach the database, migrate it, register this broker's session: ``StartupFailed`` when any fails."""
         config = PostgresConfig.from_settings(settings)
         await prepare_database(config)
-        return cls(await HotPath.open(config), config, settings)
+        engine = cls(await HotPath.open(config), config, settings)
+        engine.job_events.queues.update((await engine.figures()).queues)
+        return engine
 
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
@@ -76,4 +94,5 @@ class PostgresEngine(PostgresJobs, LocalFamily):
             task.cancel()
         await asyncio.gather(*self.timers, return_exceptions=True)
         self.timers.clear()
+        await self.broadcast.close()
         await self.hot.close()

@@ -35,6 +35,8 @@ ClaimRequest = tuple[int, "str | None", int]
 Claimed = tuple[list[Job], list[str]]
 # (job id, lease token, the value the statement's last array gets: a packed result, or the fail's finality).
 SettleRequest = tuple[Any, Any, Any]
+# What a FAIL left: the job's state, its queue and its record (MessagePack).
+Failed = tuple[int, str, bytes]
 
 
 class PushLost(Exception):
@@ -193,28 +195,31 @@ class HotPath:
 
     # -- ack, fail -----------------------------------------------------------------------------------------
 
-    async def ack(self, job_id: Any, token: Any, result: Any = None, has_result: bool = False) -> None:
-        """Complete the running attempt ``token`` holds, keeping ``result`` when there is one."""
-        await self._acks.submit((job_id, token, pack(result) if has_result else None))
+    async def ack(self, job_id: Any, token: Any, result: Any = None, has_result: bool = False) -> str:
+        """Complete the running attempt ``token`` holds, keeping ``result`` when there is one; the job's queue."""
+        queue: str = await self._acks.submit((job_id, token, pack(result) if has_result else None))
+        return queue
 
-    async def fail(self, job_id: Any, token: Any, final: bool = False) -> int:
-        """End the running attempt as failed; the job's state after it (READY to retry, or FAILED)."""
-        state: int = await self._fails.submit((job_id, token, final))
-        return state
+    async def fail(self, job_id: Any, token: Any, final: bool = False) -> Failed:
+        """End the running attempt as failed: the job's state after it (READY to retry, or FAILED), its
+        queue and its record."""
+        failed: Failed = await self._fails.submit((job_id, token, final))
+        return failed
 
-    async def _flush_acks(self, requests: list[SettleRequest]) -> list[None | CommandError]:
-        return [row if isinstance(row, CommandError) else None for row in await self._settle(statements.ACK, requests)]
+    async def _flush_acks(self, requests: list[SettleRequest]) -> list[str | CommandError]:
+        rows = await self._settle(statements.ACK, requests)
+        return [row if isinstance(row, CommandError) else row[2] for row in rows]
 
-    async def _flush_fails(self, requests: list[SettleRequest]) -> list[int | CommandError]:
-        out: list[int | CommandError] = []
+    async def _flush_fails(self, requests: list[SettleRequest]) -> list[Failed | CommandError]:
+        out: list[Failed | CommandError] = []
         for row in await self._settle(statements.FAIL, requests):
             if isinstance(row, CommandError):
                 out.append(row)
                 continue
-            _id, _token, state, queue = row
+            _id, _token, state, queue, record = row
             if state == states.READY:
                 self.wakeups.wake(queue)
-            out.append(state)
+            out.append((state, queue, record))
         return out
 
     async def _settle(self, statement: str, requests: list[SettleRequest]) -> list[Sequence[Any] | CommandError]:

@@ -93,7 +93,7 @@ RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.r
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
 
 # Acks by (id, token): a row whose token does not match, or that is no longer running, is left alone and
-# missing from the answer (which names the token that matched: the same job may be named twice). Results
+# missing from the answer (which names the token that matched: the same job may be named twice) and its queue. Results
 # ($4, NULL for none) are kept in the same statement.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
@@ -101,7 +101,7 @@ done AS (
     UPDATE bunqueue_jobs j SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE}
     FROM unnest($2::text[], $3::text[]) AS a(id, token), clock
     WHERE j.namespace = $1 AND j.id = a.id AND j.state = {ACTIVE} AND j.lease_token = a.token
-    RETURNING j.id, a.token
+    RETURNING j.id, a.token, j.queue
 ), kept AS (
     INSERT INTO bunqueue_results (namespace, job_id, result)
     SELECT DISTINCT ON (r.id) $1, r.id, r.result
@@ -109,10 +109,11 @@ done AS (
     WHERE r.result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
 )
-SELECT id, token FROM done
+SELECT id, token, queue FROM done
 """
 
 # Fails by (id, token): back to ready while attempts remain and the failure is not final ($4), else failed.
+# The record comes back for the failed event's data.
 FAIL = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 failed AS (
@@ -122,9 +123,9 @@ failed AS (
         worker_id = NULL, {_END_LEASE}
     FROM unnest($2::text[], $3::text[], $4::bool[]) AS a(id, token, final), clock
     WHERE j.namespace = $1 AND j.id = a.id AND j.state = {ACTIVE} AND j.lease_token = a.token
-    RETURNING j.id, a.token, j.state, j.queue
+    RETURNING j.id, a.token, j.state, j.queue, j.record
 ), {_notify_ready("failed")}
-SELECT failed.id, failed.token, failed.state, failed.queue FROM failed, woken
+SELECT failed.id, failed.token, failed.state, failed.queue, failed.record FROM failed, woken
 """
 
 # Why an ack or fail was refused: the rows it named, as they are now.

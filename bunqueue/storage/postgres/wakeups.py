@@ -4,18 +4,25 @@ A pull that found nothing registers a waiter for its queue and sleeps until a no
 arrives or the poll interval passes, whichever is first; then it claims again. The waiter is registered
 before the claim that found nothing, so a notification sent while that claim ran is not missed. The poll
 is the safety net for notifications lost with the listening connection.
+
+The same connection hears the job events other brokers send (``broadcast``): a payload that starts with
+``broadcast.MARK`` goes to ``on_events``.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 
 import asyncpg
 
 from bunqueue.storage.postgres.statements import CHANNEL
 
 log = logging.getLogger("bunqueue.postgres")
+
+# What starts an event notification (``broadcast.MARK``); a wake-up is a JSON array.
+EVENTS_MARK = "E"
 
 
 class Wakeups:
@@ -27,6 +34,8 @@ class Wakeups:
         self._conn: asyncpg.Connection | None = None
         # Notifications of this namespace received, for the logs and the tests.
         self.received = 0
+        # Where event notifications (any namespace's) go; set by the engine.
+        self.on_events: Callable[[str], None] | None = None
 
     async def listen(self, conn: asyncpg.Connection) -> None:
         """Take ``conn`` (dedicated: a LISTEN holds it) and wake waiters from its notifications."""
@@ -45,6 +54,10 @@ class Wakeups:
         self._waiters.clear()
 
     def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        if payload.startswith(EVENTS_MARK):
+            if self.on_events is not None:
+                self.on_events(payload)
+            return
         try:
             namespace, queue = json.loads(payload)
         except (ValueError, TypeError):

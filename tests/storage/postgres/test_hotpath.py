@@ -189,11 +189,11 @@ async def test_a_failed_attempt_is_retried_until_attempts_run_out(hot: HotPath, 
     final_id = await hot.push(_build(factory, maxAttempts=5))
     (first, second), (t1, t2) = await hot.claim("q", 2, "w", TTL)
     assert [first.id, second.id] == [job_id, final_id]
-    assert await hot.fail(job_id, t1) == states.READY
-    assert await hot.fail(final_id, t2, final=True) == states.FAILED
+    assert (await hot.fail(job_id, t1))[0] == states.READY
+    assert (await hot.fail(final_id, t2, final=True))[0] == states.FAILED
     (again,), (t3,) = await hot.claim("q", 5, "w", TTL)
     assert (again.id, again.attempts) == (job_id, 1)
-    assert await hot.fail(job_id, t3) == states.FAILED
+    assert (await hot.fail(job_id, t3))[0] == states.FAILED
     assert [(await _row(hot, i))["state"] for i in (job_id, final_id)] == [states.FAILED, states.FAILED]
 
 
