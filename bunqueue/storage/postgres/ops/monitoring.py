@@ -34,9 +34,12 @@ SELECT priority, count(*) FROM bunqueue_jobs
 WHERE namespace = $1 AND queue = $2 AND state IN ({states.READY}, {states.DELAYED})
 GROUP BY priority ORDER BY min(seq)
 """
+# $4: whether prioritized ready jobs are wanted, $5: whether unprioritized ones are (a state name splits
+# ready jobs so, as ``states.state_name`` does).
 JOBS_OF_STATE = """
 SELECT id, priority, created_at, run_at, attempts, record FROM bunqueue_jobs
-WHERE namespace = $1 AND queue = $2 AND state = $3 ORDER BY created_at, id LIMIT $4
+WHERE namespace = $1 AND queue = $2 AND state = $3 AND (CASE WHEN priority > 0 THEN $4::bool ELSE $5::bool END)
+ORDER BY created_at, id LIMIT $6
 """
 
 
@@ -157,7 +160,7 @@ class MonitoringFamily(Family):
         if include_jobs:
             limit = min(jobs_limit, MAX_JOBS_LIMIT)
             out["jobs"] = {
-                "waiting": [] if q.paused else await self._summaries(queue, states.READY, limit),
+                "waiting": [] if q.paused else await self._summaries(queue, states.READY, limit, False),
                 "active": await self._summaries(queue, states.ACTIVE, limit),
                 "delayed": await self._summaries(queue, states.DELAYED, limit),
                 "paused": await self._summaries(queue, states.READY, limit) if q.paused else [],
@@ -165,11 +168,14 @@ class MonitoringFamily(Family):
         out["timestamp"] = self.clock()
         return out
 
-    async def _summaries(self, queue: str, state: int, limit: int) -> list[dict[str, Any]]:
-        rows = await self.pool.fetch(JOBS_OF_STATE, self.namespace, queue, state, limit)
+    async def _summaries(
+        self, queue: str, state: int, limit: int, prioritized: bool = True
+    ) -> list[dict[str, Any]]:
+        rows = await self.pool.fetch(JOBS_OF_STATE, self.namespace, queue, state, prioritized, True, limit)
+        # Numbers as the memory engine's jobs carry them (floats).
         return [{
-            "id": row["id"], "priority": _number(row["priority"]), "createdAt": row["created_at"],
-            "runAt": row["run_at"],
+            "id": row["id"], "priority": row["priority"], "createdAt": float(row["created_at"]),
+            "runAt": float(row["run_at"]),
             # The row counts a running attempt; the wire counts the attempts before it, as claimed jobs do.
             "attempts": row["attempts"] - 1 if state == states.ACTIVE else row["attempts"],
             "progress": Job.from_record(unpack(row["record"])).progress,
