@@ -17,8 +17,8 @@ from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.config import Settings
 from bunqueue.monitoring.counters import Counters
-from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.broadcast import Broadcast
+from bunqueue.storage.postgres.figures import FigureReader
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
@@ -33,8 +33,6 @@ log = logging.getLogger("bunqueue")
 
 # How often this broker returns lapsed leases to work (any broker may: the statement takes them all).
 LEASE_SWEEP_S = 0.5
-# How often the totals the probes show are read again.
-TOTALS_REFRESH_S = 1.0
 
 
 class PostgresEngine(
@@ -60,7 +58,7 @@ class PostgresEngine(
         self.settings = settings
         self.broadcast = Broadcast(hot.pool, hot.namespace, config.broker_id)
         hot.wakeups.on_events = self.heard
-        self.last_totals = Totals()
+        self.figure_reader = FigureReader(hot.pool, hot.namespace)
         self.timers: list[asyncio.Task[None]] = []
 
     @classmethod
@@ -74,7 +72,6 @@ class PostgresEngine(
 
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
-        self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and

@@ -2,10 +2,12 @@
 
 Every monitoring answer (Stats, the dashboards, Prometheus, the stream snapshots, the probes' totals) starts
 from one ``Figures`` reading: one GROUP BY over the jobs, the DLQ sizes, the paused flags and the sizes of
-the result and log tables, in a single round trip.
+the result and log tables, in a single round trip. Readers that ask while a reading is on its way share it
+(``FigureReader``): a burst of probes costs one statement.
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -111,3 +113,26 @@ async def read_figures(pool: asyncpg.Pool, namespace: str) -> Figures:
         elif state == _PAUSED:
             q.paused = flag
     return out
+
+
+class FigureReader:
+    """The namespace's figures, one statement at a time however many ask; ``totals`` keeps the last
+    reading's totals for the readers that cannot wait (the HTTP probes read them right after a command that
+    read the figures)."""
+
+    def __init__(self, pool: asyncpg.Pool, namespace: str) -> None:
+        self.pool = pool
+        self.namespace = namespace
+        self.totals = Totals()
+        self._reading: asyncio.Future[Figures] | None = None
+
+    async def read(self) -> Figures:
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(read_figures(self.pool, self.namespace))
+            self._reading.add_done_callback(self._done)
+        return await asyncio.shield(self._reading)
+
+    def _done(self, reading: asyncio.Future[Figures]) -> None:
+        self._reading = None
+        if not reading.cancelled() and reading.exception() is None:
+            self.totals = reading.result().totals()

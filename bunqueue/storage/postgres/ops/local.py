@@ -13,7 +13,7 @@ from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session
 from bunqueue.monitoring.counters import Counters, Histogram
 from bunqueue.monitoring.snapshot import Totals
-from bunqueue.storage.postgres.figures import read_figures
+from bunqueue.storage.postgres.figures import FigureReader
 from bunqueue.storage.postgres.ops.family import Family
 
 JobListener = Callable[[dict[str, Any]], None]
@@ -23,14 +23,12 @@ SystemListener = Callable[[str, dict[str, Any]], None]
 class LocalFamily(Family):
     events: EventHub
     counters: Counters
-    # The last totals read (``refresh_totals``, on a timer): the probes read them without a round trip.
-    last_totals: Totals
+    figure_reader: FigureReader
 
     def totals(self) -> Totals:
-        return self.last_totals
-
-    async def refresh_totals(self) -> None:
-        self.last_totals = (await read_figures(self.pool, self.namespace)).totals()
+        """The last figures read: the probes call it right after StorageStatus or DashboardOverview, which
+        read them again, so it answers without a round trip of its own."""
+        return self.figure_reader.totals
 
     def latency_histograms(self) -> dict[str, Histogram]:
         return self.counters.latency

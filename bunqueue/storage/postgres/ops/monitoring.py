@@ -20,7 +20,7 @@ from bunqueue.monitoring import compaction
 from bunqueue.monitoring.counters import Counters, MinuteSeries
 from bunqueue.monitoring.dashboard import CRON_FIELDS, DLQ_PREVIEW, MAX_JOBS_LIMIT
 from bunqueue.monitoring.snapshot import MIB, Totals, process_memory
-from bunqueue.storage.postgres.figures import Figures, QueueFigures, read_figures
+from bunqueue.storage.postgres.figures import FigureReader, Figures, QueueFigures
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import unpack
 
@@ -46,13 +46,11 @@ ORDER BY created_at, id LIMIT $6
 class MonitoringFamily(Family):
     counters: Counters
     events: EventHub
-    last_totals: Totals
+    figure_reader: FigureReader
 
     async def figures(self) -> Figures:
-        """The namespace's counts; the probes' totals (``totals``) are refreshed from them."""
-        figures = await read_figures(self.pool, self.namespace)
-        self.last_totals = figures.totals()
-        return figures
+        """The namespace's counts; the probes' totals (``totals``) are kept from them."""
+        return await self.figure_reader.read()
 
     async def stats(self) -> dict[str, Any]:
         t = (await self.figures()).totals()
