@@ -3,9 +3,11 @@
 What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
 broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``), the hot
 path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``jobrows`` (jobs to
-and from rows), ``collector`` (group commit) and ``wakeups`` (LISTEN/NOTIFY), and ``jobfamily``
-(``PostgresJobs``: PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL over the hot path, as the command layer
-awaits them). A start in PostgreSQL mode still stops after its checks: no engine is built from these yet.
+and from rows), ``collector`` (group commit) and ``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job events to
+the other brokers, on the same channel), ``figures`` (every count monitoring shows, in one statement),
+``jobevents`` (the job family's events and counters), and ``jobfamily`` (``PostgresJobs``: PUSH, PUSHB,
+PULL, PULLB, ACK, ACKB and FAIL over the hot path, as the command layer awaits them). A start in
+PostgreSQL mode still stops after its checks: no engine is built from these yet.
 What follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built
 to; ``hotpath``'s docstring lists what it leaves to the engine.
 
@@ -105,7 +107,7 @@ What is next
     - What ``hotpath`` leaves out, each answered as the memory engine answers it: retry backoff (a FAIL
       with attempts left is ready at once today), the error and stack of a FAIL and the failed/waiting
       timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, group
-      claims (a pull's ``group`` is not read yet) and queue limits, the DLQ, job events, and a pull without
+      claims (a pull's ``group`` is not read yet) and queue limits, the DLQ, and a pull without
       an owner (it is leased like any claim, and its ACK, which carries no token, is refused).
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply

@@ -8,7 +8,8 @@ memory engine's texts; the other requests of the same flush are not affected by 
 Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
 promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue and group
 limits, removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the
-attempt it cost counted; the max-attempts check happens at the next FAIL) and job events.
+attempt it cost counted; the max-attempts check happens at the next FAIL). Job events are told by
+the job family (``jobevents``) from what the statements return.
 """
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ class MonitoringFamily(Family):
             "avgLatencyMs": round((lat["push"].average + lat["pull"].average) / 2, 2),
             "avgProcessingMs": round(lat["ack"].average, 2),
             "memoryUsageMb": process_memory().rss / MIB,
-            "sqliteSizeMb": 0,
+            "sqliteSizeMb": 0.0,
             "activeConnections": counters.connections,
         }
 
