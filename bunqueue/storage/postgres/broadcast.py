@@ -9,14 +9,14 @@ previous statement ran: a burst of events costs one statement (``SELECT pg_notif
 whatever the number of notifications it needs. A notification is one text shorter than PostgreSQL's limit
 (8000 bytes): a marker, then base64 of MessagePack, so job data and results cross exactly as the wire
 carries them (binary, large integers). An event too large for one notification on its own crosses without
-its ``data`` (the job data or result): the other brokers' subscribers still hear of it.
+its large fields, named in the event (``Received``'s last item): the other brokers read a left-out ``data``
+(the job data or result) back from the database (``ops.events``).
 """
 from __future__ import annotations
 
 import asyncio
 import base64
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -31,9 +31,12 @@ log = logging.getLogger("bunqueue.postgres")
 MARK = EVENTS_MARK
 # Room for the packed events of one notification: base64 grows 3 bytes to 4, and the limit is 8000 bytes.
 PACKED_ROOM = 5800
+# A field larger than this (packed) is left out of an event too large for one notification.
+FIELD_ROOM = 512
 # (queue, event type, job id, timestamp, the event's other fields)
 Event = tuple[str, str, str, float, dict[str, Any]]
-Heard = Callable[[list[Event]], None]
+# An event as another broker sent it, with the names of the fields it left out.
+Received = tuple[str, str, str, float, dict[str, Any], list[str]]
 
 NOTIFY_MANY = f"SELECT count(pg_notify('{CHANNEL}', payload)) FROM unnest($1::text[]) AS payload"
 
@@ -77,7 +80,7 @@ class Broadcast:
         for event in events:
             packed = _packed(event)
             if len(packed) > PACKED_ROOM:
-                packed = _packed((*event[:4], {k: v for k, v in event[4].items() if k != "data"}))
+                packed = _trimmed(event)
             if chunk and size + len(packed) > PACKED_ROOM:
                 out.append(self._payload(chunk))
                 chunk, size = [], 0
@@ -90,7 +93,7 @@ class Broadcast:
     def _payload(self, chunk: list[bytes]) -> str:
         return MARK + base64.b64encode(self._header + b"".join(chunk)).decode("ascii")
 
-    def read(self, payload: str) -> list[Event] | None:
+    def read(self, payload: str) -> list[Received] | None:
         """The events of a notification another broker of this namespace sent; None for any other."""
         try:
             unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True)
@@ -98,7 +101,7 @@ class Broadcast:
             namespace, broker_id = next(unpacker)
             if namespace != self.namespace or broker_id == self.broker_id:
                 return None
-            return [(queue, kind, job_id, ts, fields) for queue, kind, job_id, ts, fields in unpacker]
+            return [(*event[:5], event[5] if len(event) > 5 else []) for event in unpacker]
         except (ValueError, TypeError, StopIteration, msgpack.UnpackException):
             log.warning("ignored a malformed event notification: %r", payload[:200])
             return None
@@ -110,3 +113,11 @@ class Broadcast:
 
 def _packed(event: Event) -> bytes:
     return msgpack.packb(list(event), use_bin_type=True)
+
+
+def _trimmed(event: Event) -> bytes:
+    """``event`` without its large fields, which it names."""
+    fields = event[4]
+    sizes = {name: len(msgpack.packb(value, use_bin_type=True)) for name, value in fields.items()}
+    kept = {name: value for name, value in fields.items() if sizes[name] <= FIELD_ROOM}
+    return msgpack.packb([*event[:4], kept, [name for name in fields if name not in kept]], use_bin_type=True)

@@ -156,3 +156,26 @@ def test_another_brokers_events_keep_their_fields_and_skip_other_queues(
     finally:
         subscriber.close()
         worker.close()
+
+
+def test_a_burst_crosses_in_order_and_an_event_too_large_for_a_notification_gets_its_data_back(
+    brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = brokers
+    subscriber, worker = RawClient(b.addr), RawClient(a.addr)
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": "ev-burst"}) == {"ok": True}
+        # 600 events need several notifications (each under PostgreSQL's 8000 bytes).
+        ids = worker.ok({"cmd": "PUSHB", "queue": "ev-burst", "jobs": [{"data": i} for i in range(600)]})["ids"]
+        assert [subscriber.recv()["event"]["jobId"] for _ in ids] == ids
+        job = worker.ok({"cmd": "PULL", "queue": "ev-burst", "owner": "w", "lockTtl": 60_000})
+        worker.ok({"cmd": "ACK", "id": ids[0], "token": job["token"], "result": "r" * 10_000})
+        worker.ok({"cmd": "PUSH", "queue": "ev-burst", "data": "after"})
+        assert subscriber.recv()["event"]["eventType"] == "pulled"
+        completed = subscriber.recv()["event"]
+        assert (completed["eventType"], completed["jobId"], completed["data"]) == ("completed", ids[0], "r" * 10_000)
+        # What was sent after it waited for its data: the order holds.
+        assert subscriber.recv()["event"]["eventType"] == "pushed"
+    finally:
+        subscriber.close()
+        worker.close()
