@@ -2,12 +2,14 @@
 memory's fields with the database's counts, and the HTTP streams' periodic and per-queue events arrive."""
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bunqueue._testbase.frames import RawClient
@@ -128,3 +130,23 @@ def test_a_stream_hears_queue_counts_read_from_the_database(lone: ServerProcess)
     finally:
         stream.close()
         client.close()
+
+
+async def stats_snapshot(server: ServerProcess) -> dict[str, Any]:
+    """The first ``stats:snapshot`` a subscribed WebSocket of ``server`` gets (the streams send one every 5 s)."""
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{server.http_port}") as http, http.ws_connect("/ws") as ws:
+        await ws.send_str(json.dumps({"cmd": "Subscribe", "events": ["stats:snapshot"]}))
+        assert json.loads(await ws.receive_str())["ok"] is True
+        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.receive_str(), 8))
+        assert message["event"] == "stats:snapshot"
+        data: dict[str, Any] = message["data"]
+        return data
+
+
+async def test_the_periodic_stats_snapshot_reads_the_database(server: ServerProcess, lone: ServerProcess) -> None:
+    client = RawClient(lone.addr)
+    client.ok({"cmd": "PUSH", "queue": "mon-snap", "data": 1, "delay": 60_000})
+    client.close()
+    memory, postgres = await asyncio.gather(stats_snapshot(server), stats_snapshot(lone))
+    assert postgres["queues"]["mon-snap"] == {"waiting": 0, "active": 0, "delayed": 1, "dlq": 0, "paused": False}
+    assert shape(postgres) == {**shape(memory), "queues": shape(postgres["queues"])}
