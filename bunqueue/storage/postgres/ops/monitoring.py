@@ -39,7 +39,7 @@ GROUP BY priority ORDER BY min(seq)
 JOBS_OF_STATE = """
 SELECT id, priority, created_at, run_at, attempts, record FROM bunqueue_jobs
 WHERE namespace = $1 AND queue = $2 AND state = $3 AND (CASE WHEN priority > 0 THEN $4::bool ELSE $5::bool END)
-ORDER BY created_at, id LIMIT $6
+ORDER BY created_at, id COLLATE "C" LIMIT $6
 """
 
 
