@@ -67,7 +67,12 @@ class PostgresEngine(
         config = PostgresConfig.from_settings(settings)
         await prepare_database(config)
         engine = cls(await HotPath.open(config), config, settings)
-        engine.job_events.queues.update((await engine.figures()).queues)
+        try:
+            # The queues that exist already: a push into one of them is no queue:created.
+            engine.job_events.queues.update((await engine.figures()).queues)
+        except BaseException:
+            await engine.close()
+            raise
         return engine
 
     def start(self) -> None:
