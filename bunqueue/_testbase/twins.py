@@ -11,7 +11,7 @@ from bunqueue._testbase.server import ServerProcess
 Reply = dict[str, Any]
 TIMES = frozenset({
     "timestamp", "createdAt", "startedAt", "processedOn", "runAt", "finishedOn", "completedAt", "lastHeartbeat",
-    "ts", "time", "addedAt", "lastSeen", "registeredAt", "nextRun", "lastRun", "expiresAt", "updatedAt",
+    "ts", "time", "addedAt", "lastSeen", "registeredAt", "nextRun", "lastRun", "expiresAt", "updatedAt", "prevTS",
     "failedAt", "enteredAt", "lastRetryAt", "nextRetryAt", "oldestEntry", "newestEntry",
     # A span between two of those times.
     "duration",

@@ -42,15 +42,21 @@ def compact(broker: Wiring) -> dict[str, int]:
         "logs": _orphans(broker, broker.records.logs),
         "waiters": _empty_waiters(broker),
     }
-    freed["objects"] = gc.collect()
-    if _malloc_trim is not None:
-        _malloc_trim(0)  # type: ignore[operator]
+    freed["objects"] = release_heap()
     freed["rssBytes"] = before - process_memory().rss
     log.info("compacted memory: %s", ", ".join(f"{k} {v}" for k, v in freed.items()))
     if broker.events.notices:
         # The original's event carries no field.
         broker.events.notify(eventnames.MEMORY_COMPACTED, {})
     return freed
+
+
+def release_heap() -> int:
+    """Collect cycles and return free heap pages to the system; the objects collected."""
+    collected = gc.collect()
+    if _malloc_trim is not None:
+        _malloc_trim(0)  # type: ignore[operator]
+    return collected
 
 
 def _idle_queues(broker: Wiring) -> int:

@@ -8,16 +8,18 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from bunqueue import __version__
-from bunqueue.monitoring.counters import LATENCY_BOUNDS_MS, Histogram
-from bunqueue.monitoring.snapshot import process_memory, storage_size_bytes, totals
+from bunqueue.monitoring.counters import LATENCY_BOUNDS_MS, Counters, Histogram
+from bunqueue.monitoring.snapshot import Totals, process_memory, storage_size_bytes, totals
+from bunqueue.webhooks.registry import WebhookRegistry
 
 if TYPE_CHECKING:
     from bunqueue.broker.wiring import Wiring
@@ -26,10 +28,45 @@ DEFAULT_MAX_QUEUES = 100
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+# A queue's labelled gauges, by the key of their family name.
+QUEUE_GAUGES = ("waiting", "prioritized", "delayed", "active", "dlq")
+
+
+@dataclass
+class Scrape:
+    """What one exposition shows, read from an engine: any engine that can fill this can be scraped."""
+
+    totals: Totals
+    counters: Counters
+    # Queue name -> its QUEUE_GAUGES values, for every queue (the first ``max_queues`` by name are shown).
+    queue_values: Callable[[str], dict[str, int]]
+    queue_names: list[str]
+    # ListWorkers' "stats".
+    workers: dict[str, Any]
+    webhooks: WebhookRegistry
+    storage_status: dict[str, Any]
+    storage_size: int | None
+
+
+def scrape(broker: Wiring) -> Scrape:
+    """The memory engine's reading."""
+    def values(name: str) -> dict[str, int]:
+        q = broker.queues[name]
+        return {"waiting": q.n_waiting, "prioritized": q.n_prioritized, "delayed": len(q.delayed),
+                "active": q.n_active, "dlq": broker.dlq.count(name)}
+
+    return Scrape(totals(broker), broker.counters, values, list(broker.queues), broker.workers.listing()["stats"],
+                  broker.events.webhooks, broker.store.status, storage_size_bytes(broker))
+
+
 def render(broker: Wiring, max_queues: int = DEFAULT_MAX_QUEUES) -> str:
     """The whole exposition as text."""
+    return render_scrape(scrape(broker), max_queues)
+
+
+def render_scrape(reading: Scrape, max_queues: int = DEFAULT_MAX_QUEUES) -> str:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_BrokerCollector(broker, max_queues))
+    registry.register(_BrokerCollector(reading, max_queues))
     return generate_latest(registry).decode()
 
 
@@ -54,14 +91,14 @@ def _le(seconds: float) -> str:
 
 
 class _BrokerCollector(Collector):
-    def __init__(self, broker: Wiring, max_queues: int) -> None:
-        self.broker = broker
+    def __init__(self, reading: Scrape, max_queues: int) -> None:
+        self.reading = reading
         self.max_queues = max_queues
 
     def collect(self) -> Iterator[Metric]:
-        broker = self.broker
-        counters = broker.counters
-        t = totals(broker)
+        reading = self.reading
+        counters = reading.counters
+        t = reading.totals
         yield _gauge("bunqueue_jobs_waiting", "Number of jobs waiting in queue", t.waiting)
         yield _gauge("bunqueue_jobs_prioritized", "Number of prioritized jobs (priority > 0)", t.prioritized)
         yield _gauge("bunqueue_jobs_delayed", "Number of delayed jobs", t.delayed)
@@ -75,7 +112,7 @@ class _BrokerCollector(Collector):
         yield _gauge("bunqueue_uptime_seconds", "Server uptime in seconds", counters.uptime_ms() // 1000)
         yield _gauge("bunqueue_cron_jobs_registered", "Number of registered cron jobs", len(counters.list_crons()))
         yield from self.workers()
-        hooks = broker.events.webhooks
+        hooks = reading.webhooks
         yield _gauge("bunqueue_webhooks_registered", "Number of registered webhooks", len(hooks.hooks))
         yield _gauge("bunqueue_webhooks_enabled", "Number of enabled webhooks", hooks.enabled_count)
         if hooks.hooks:
@@ -90,7 +127,7 @@ class _BrokerCollector(Collector):
         yield _histogram("bunqueue_ack_duration_seconds", "Ack operation latency in seconds", lat["ack"])
 
     def workers(self) -> Iterator[Metric]:
-        listing = self.broker.workers.listing()["stats"]
+        listing = self.reading.workers
         yield _gauge("bunqueue_workers_registered", "Number of registered workers", listing["total"])
         yield _gauge("bunqueue_workers_active", "Number of active workers", listing["active"])
         yield _gauge(
@@ -113,7 +150,7 @@ class _BrokerCollector(Collector):
         backlog = GaugeMetricFamily(
             "bunqueue_webhook_outbox_events", "Events waiting for delivery per webhook", labels=["webhook"]
         )
-        for hook in self.broker.events.webhooks.hooks.values():
+        for hook in self.reading.webhooks.hooks.values():
             outcomes.add_metric([hook.id, "success"], hook.success_count)
             outcomes.add_metric([hook.id, "failure"], hook.failure_count)
             outcomes.add_metric([hook.id, "dropped"], hook.dropped)
@@ -122,40 +159,33 @@ class _BrokerCollector(Collector):
         yield backlog
 
     def storage(self) -> Iterator[Metric]:
-        status = self.broker.store.status
+        status = self.reading.storage_status
         yield _gauge(
             "bunqueue_storage_degraded", "Whether persistent storage is degraded", int(status["error"] is not None)
         )
         yield _gauge(
             "bunqueue_storage_disk_full", "Whether persistent storage reported a full disk", int(status["diskFull"])
         )
-        size = storage_size_bytes(self.broker)
+        size = self.reading.storage_size
         if size is not None:
             yield _gauge("bunqueue_sqlite_database_size_bytes", "SQLite database file size in bytes", size)
 
     def queues(self) -> Iterator[Metric]:
         """Per-queue gauges for the first ``max_queues`` queues (by name), and how many were left out."""
-        broker = self.broker
-        names = sorted(broker.queues)
+        reading = self.reading
+        names = sorted(reading.queue_names)
         chosen = names[: self.max_queues]
         families: dict[str, GaugeMetricFamily] = {}
-        for key, doc in (
-            ("waiting", "Number of waiting jobs per queue"),
-            ("prioritized", "Number of prioritized jobs per queue"),
-            ("delayed", "Number of delayed jobs per queue"),
-            ("active", "Number of active jobs per queue"),
-            ("dlq", "Number of DLQ jobs per queue"),
-        ):
+        for key, doc in zip(QUEUE_GAUGES, (
+            "Number of waiting jobs per queue",
+            "Number of prioritized jobs per queue",
+            "Number of delayed jobs per queue",
+            "Number of active jobs per queue",
+            "Number of DLQ jobs per queue",
+        )):
             families[key] = GaugeMetricFamily(f"bunqueue_queue_jobs_{key}", doc, labels=["queue"])
         for name in chosen:
-            q = broker.queues[name]
-            values = {
-                "waiting": q.n_waiting,
-                "prioritized": q.n_prioritized,
-                "delayed": len(q.delayed),
-                "active": q.n_active,
-                "dlq": broker.dlq.count(name),
-            }
+            values = reading.queue_values(name)
             for key, family in families.items():
                 family.add_metric([name], values[key])
         if chosen:
@@ -171,7 +201,7 @@ class _BrokerCollector(Collector):
     def process(self) -> Iterator[Metric]:
         mem = process_memory()
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        connections = self.broker.counters.connections
+        connections = self.reading.counters.connections
         # The original's series, labels included, so dashboards built on it keep working. No Bun runs
         # here: its version is empty, which Prometheus reads as the label being absent.
         build = GaugeMetricFamily(

@@ -141,15 +141,21 @@ class EventHub:
         if listeners or taps:
             event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now}
             event.update(fields)
-            if listeners:
-                frame = {"type": "event", "event": event}
-                for session in listeners:
-                    if session.deliver is not None:
-                        session.deliver(frame)
-            for tap in taps:
-                tap(event)
+            self.deliver(event)
         if hooks:
             self.webhooks.offer(event_type, queue, job_id, now, fields)
+
+    def deliver(self, event: dict[str, Any]) -> None:
+        """One built event to the subscribers of its queue and to every tap (not to webhooks: ``emit``
+        offers them the event; a PostgreSQL broker delivers here what another broker committed)."""
+        listeners = self.by_queue.get(event["queue"])
+        if listeners:
+            frame = {"type": "event", "event": event}
+            for session in listeners:
+                if session.deliver is not None:
+                    session.deliver(frame)
+        for tap in self.taps:
+            tap(event)
 
     def emit_many(self, queue: str, event_type: str, job_ids: list[str]) -> None:
         """``emit`` for each of ``job_ids`` with no other field, at one time: a batch's admission."""

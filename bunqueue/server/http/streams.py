@@ -11,10 +11,13 @@ after `Subscribe`, the named events only.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import logging
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -24,6 +27,8 @@ from bunqueue.broker.components import eventnames
 from bunqueue.server.http.encoding import dumps
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
+
+log = logging.getLogger("bunqueue")
 
 Event = dict[str, Any]
 MAX_CLIENTS = 1000
@@ -165,11 +170,30 @@ class EventFeed:
         if not self.listening:
             return
         for queue in due:
-            counts = self.broker.job_counts(queue, split_paused=False)
-            data: Event = {"queue": queue}
-            for name in COUNTS_FIELDS:
-                data[name] = counts.get(name, 0)
-            self.system_event("queue:counts", data)
+            self.when_read(self.broker.job_counts(queue, split_paused=False), partial(self.send_queue_counts, queue))
+
+    def send_queue_counts(self, queue: str, counts: dict[str, int]) -> None:
+        data: Event = {"queue": queue}
+        for name in COUNTS_FIELDS:
+            data[name] = counts.get(name, 0)
+        self.system_event("queue:counts", data)
+
+    def when_read(self, reading: Any, then: Callable[[Any], None]) -> None:
+        """``then(reading)`` now, or once it is read when the engine answers after a round trip (the
+        PostgreSQL engine's readings are coroutines)."""
+        if inspect.isawaitable(reading):
+            asyncio.ensure_future(self._after(reading, then))
+        else:
+            then(reading)
+
+    async def _after(self, reading: Awaitable[Any], then: Callable[[Any], None]) -> None:
+        try:
+            value = await reading
+        except Exception as exc:
+            log.warning("a stream event was not sent: %s", exc)
+            return
+        if self.listening:
+            then(value)
 
     def schedule_periodic(self, name: str, period: float) -> None:
         self.periodic[name] = asyncio.get_running_loop().call_later(period, self.send_periodic, name, period)
@@ -189,12 +213,14 @@ class EventFeed:
         broker = self.broker
         if name == eventnames.HEALTH_STATUS:
             if self.streams:
-                self.send_streams(name, broker.health_snapshot("sse", len(self.streams)))
+                self.when_read(broker.health_snapshot("sse", len(self.streams)),
+                               lambda data: self.send_streams(name, data))
             if sockets:
-                self.send_sockets(name, broker.health_snapshot("ws", len(self.sockets)))
+                self.when_read(broker.health_snapshot("ws", len(self.sockets)),
+                               lambda data: self.send_sockets(name, data))
             return
         data = broker.stats_snapshot() if name == eventnames.STATS_SNAPSHOT else broker.storage_snapshot()
-        self.system_event(name, data)
+        self.when_read(data, lambda data: self.system_event(name, data))
 
     def system_event(self, name: str, data: Event) -> None:
         """Called by the event hub for every system event (only while a stream or socket is open)."""

@@ -3,9 +3,11 @@
 What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
 broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``), the hot
 path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``jobrows`` (jobs to
-and from rows), ``collector`` (group commit) and ``wakeups`` (LISTEN/NOTIFY), and ``jobfamily``
-(``PostgresJobs``: PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL over the hot path, as the command layer
-awaits them). A start in PostgreSQL mode still stops after its checks: no engine is built from these yet.
+and from rows), ``collector`` (group commit) and ``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job events to
+the other brokers, on the same channel), ``figures`` (every count monitoring shows, in one statement),
+``jobevents`` (the job family's events and counters), and ``jobfamily`` (``PostgresJobs``: PUSH, PUSHB,
+PULL, PULLB, ACK, ACKB and FAIL over the hot path, as the command layer awaits them). A start in
+PostgreSQL mode still stops after its checks: no engine is built from these yet.
 What follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built
 to; ``hotpath``'s docstring lists what it leaves to the engine.
 

@@ -18,13 +18,16 @@ from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.monitoring.counters import Counters
-from bunqueue.monitoring.snapshot import Totals
+from bunqueue.storage.postgres.broadcast import Broadcast
+from bunqueue.storage.postgres.figures import FigureReader
 from bunqueue.storage.postgres.hotpath import HotPath
+from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
 from bunqueue.storage.postgres.ops.cleanup import CleanupFamily
 from bunqueue.storage.postgres.ops.cron import CRON_SWEEP_S, CronFamily
 from bunqueue.storage.postgres.ops.dedup import DedupFamily
 from bunqueue.storage.postgres.ops.dlq import DlqFamily
+from bunqueue.storage.postgres.ops.events import EventsFamily
 from bunqueue.storage.postgres.ops.flows import FlowFamily
 from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
 from bunqueue.storage.postgres.ops.limits import LimitsFamily
@@ -32,9 +35,11 @@ from bunqueue.storage.postgres.ops.listing import ListingFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
 from bunqueue.storage.postgres.ops.locks import LocksFamily
 from bunqueue.storage.postgres.ops.logs import LogsFamily
+from bunqueue.storage.postgres.ops.monitoring import MonitoringFamily
 from bunqueue.storage.postgres.ops.queries import QueriesFamily
 from bunqueue.storage.postgres.ops.queuecontrol import QueueControlFamily
 from bunqueue.storage.postgres.ops.stalls import StallsFamily
+from bunqueue.storage.postgres.ops.system import SystemFamily
 from bunqueue.storage.postgres.ops.webhooks import WEBHOOK_REFRESH_S, WebhooksFamily
 from bunqueue.storage.postgres.ops.workers import WORKER_SWEEP_S, WorkersFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
@@ -51,8 +56,6 @@ DUE_SWEEP_S = 0.05
 DLQ_MAINTENANCE_S = 1.0
 # How often this broker releases dependency edges a completion could not see (``dependencies``).
 DEPENDENCY_SWEEP_S = 1.0
-# How often the totals the probes show are read again.
-TOTALS_REFRESH_S = 1.0
 
 
 # The families before the job family, so that a family may take up the job family's hooks (FlowFamily's
@@ -62,6 +65,7 @@ class PostgresEngine(
     CronFamily,
     DedupFamily,
     DlqFamily,
+    EventsFamily,
     FlowFamily,
     JobControlFamily,
     LimitsFamily,
@@ -69,9 +73,11 @@ class PostgresEngine(
     LocalFamily,
     LocksFamily,
     LogsFamily,
+    MonitoringFamily,
     QueriesFamily,
     QueueControlFamily,
     StallsFamily,
+    SystemFamily,
     WebhooksFamily,
     WorkersFamily,
     PostgresJobs,
@@ -80,14 +86,19 @@ class PostgresEngine(
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,
                  clock: Callable[[], float] = now_ms) -> None:
-        PostgresJobs.__init__(self, hot, clock)
+        self.events = EventHub(clock)
+        self.counters = Counters()
+        self.counters.max_prometheus_queues = settings.metrics_max_queues
+        PostgresJobs.__init__(
+            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events.queue_created)
+        )
         self.pool = hot.pool
         self.namespace = hot.namespace
         self.config = config
         self.settings = settings
-        self.events = EventHub(clock)
-        self.counters = Counters()
-        self.last_totals = Totals()
+        self.broadcast = Broadcast(hot.pool, hot.namespace, config.broker_id)
+        hot.wakeups.on_events = self.heard
+        self.figure_reader = FigureReader(hot.pool, hot.namespace)
         self.timers: list[asyncio.Task[None]] = []
         self.open_webhooks(settings)
         self.worker_sessions = set()
@@ -98,14 +109,20 @@ class PostgresEngine(
         """Reach the database, migrate it, register this broker's session: ``StartupFailed`` when any fails."""
         config = PostgresConfig.from_settings(settings)
         await prepare_database(config)
-        return cls(await HotPath.open(config), config, settings)
+        engine = cls(await HotPath.open(config), config, settings)
+        try:
+            # The queues that exist already: a push into one of them is no queue:created.
+            engine.job_events.queues.update((await engine.figures()).queues)
+        except BaseException:
+            await engine.close()
+            raise
+        return engine
 
     def start(self) -> None:
         self.every("dependency release", DEPENDENCY_SWEEP_S, self.release_settled)
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("delayed promotion", DUE_SWEEP_S, self.hot.promote_due)
         self.every("dlq maintenance", DLQ_MAINTENANCE_S, self.maintain_dlq)
-        self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
         self.every("crons", CRON_SWEEP_S, self.fire_due_crons)
         self.every("webhooks", WEBHOOK_REFRESH_S, self.refresh_webhooks)
         self.every("worker expiry", WORKER_SWEEP_S, self.remove_silent_workers)
@@ -135,4 +152,5 @@ class PostgresEngine(
         await self.close_locks()
         await self.close_webhooks()
         await self.close_workers()
+        await self.broadcast.close()
         await self.hot.close()

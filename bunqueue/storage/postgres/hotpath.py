@@ -13,7 +13,8 @@ push whose jobs depend on others parks them with their edges in the insert's tra
 releases what waited for it (``dependencies``).
 
 Not here yet, and kept for the engine around this: job timeouts and the stall detector's own timing (a
-lapsed lease is the only stall).
+lapsed lease is the only stall). Job events are told by the job family (``jobevents``) from what the
+statements return.
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ SettleRequest = tuple[Any, Any, Any]
 SettleRun = Callable[[asyncpg.Connection, list[SettleRequest]], Awaitable[dict[str, Any]]]
 # How many lapsed leases one sweep takes (the rest wait for the next).
 EXPIRY_BATCH = 5000
+# What a FAIL left: the job's state (None: deleted), its queue and its record as it was (MessagePack).
+Failed = tuple["int | None", str, bytes]
 
 
 class PushLost(Exception):
@@ -229,18 +232,19 @@ class HotPath:
 
     async def ack(
         self, job_id: Any, token: Any, result: Any = None, has_result: bool = False, remove: bool = False
-    ) -> None:
+    ) -> str:
         """Complete the running attempt ``token`` holds, keeping ``result`` when there is one; the job is
-        deleted instead when ``remove`` or its removeOnComplete says so."""
-        await self._acks.submit((job_id, token, (pack(result) if has_result else None, remove)))
+        deleted instead when ``remove`` or its removeOnComplete says so. The job's queue."""
+        queue: str = await self._acks.submit((job_id, token, (pack(result) if has_result else None, remove)))
+        return queue
 
     async def fail(
         self, job_id: Any, token: Any, final: bool = False, error: Any = None, stack: Any = None,
         remove: bool = False,
     ) -> Any:
-        """End the running attempt as failed: its state after (READY or DELAYED to retry, FAILED in the DLQ),
-        None when it was deleted (removeOnFail, or ``remove``), ``LATE`` when a token names an attempt already
-        lost whose job waits in its queue again (the retry counted the failure)."""
+        """End the running attempt as failed: ``Failed`` (its state after: READY or DELAYED to retry, FAILED in
+        the DLQ, None when it was deleted by removeOnFail or ``remove``), or ``LATE`` when a token names an
+        attempt already lost whose job waits in its queue again (the retry counted the failure)."""
         return await self._fails.submit((job_id, token, (error, stack, final, remove)))
 
     async def _flush_acks(self, requests: list[SettleRequest]) -> list[Any]:
@@ -254,7 +258,7 @@ class HotPath:
             statements.ACK, self.namespace, [r[0] for r in requests], [r[1] for r in requests],
             [r[2][0] for r in requests], [r[2][1] for r in requests],
         )
-        return {row[0]: None for row in rows}
+        return {row[0]: row[2] for row in rows}
 
     async def _run_fails(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
         """Read the running rows, decide each loss as the memory engine does, write them all: one read and one
@@ -270,7 +274,8 @@ class HotPath:
                 losses.failed(Lost(row), error, stack, final, remove)
             if rows:
                 await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
-        return self._settled(losses)
+        states_after = self._settled(losses)
+        return {row["id"]: (states_after.get(row["id"]), row["queue"], row["record"]) for row in rows}
 
     def _settled(self, losses: Losses) -> dict[str, int | None]:
         outcome: dict[str, int | None] = dict.fromkeys(losses.removed)

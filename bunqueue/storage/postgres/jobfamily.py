@@ -17,38 +17,49 @@ from bunqueue._core.admission import build_batch
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.ops.jobs import finalized
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
+from bunqueue.monitoring.counters import Counters
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
+from bunqueue.storage.postgres.jobevents import JobEvents
 
 Reply = dict[str, Any]
 
 
 class PostgresJobs:
-    """The job family over ``hot`` (and the session it claims under); ``clock`` stamps pushed jobs."""
+    """The job family over ``hot`` (and the session it claims under); ``clock`` stamps pushed jobs, and
+    ``job_events`` hears every transition committed (by default counted and told to this process only)."""
 
     awaits_jobs = True
 
-    def __init__(self, hot: HotPath, clock: Callable[[], float] = now_ms) -> None:
+    def __init__(self, hot: HotPath, clock: Callable[[], float] = now_ms, job_events: JobEvents | None = None) -> None:
         self.hot = hot
         self.session = hot.session
         self.clock = clock
         self.factory = JobFactory()
+        self.job_events = job_events or JobEvents(Counters(), EventHub(clock).emit, clock)
 
     async def push_async(self, queue: str, opts: dict[str, Any], check_size: bool = False) -> str:
         now = self.clock()
         job = self.factory.build(opts, queue, now, False)
         if check_size and job.data is not NO_DATA and data_too_large(job.data):
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
-        return await self.hot.push(admitted(job, now))
+        job_id = await self.hot.push(admitted(job, now))
+        self.job_events.pushed([job], [job_id])
+        return job_id
 
     async def push_many_async(self, queue: str, items: Any, check_size: bool = False) -> list[str]:
         if type(items) is not list:
             raise CommandError(errors.must_be_array("jobs"))
         now = self.clock()
         jobs: list[Job] = build_batch(self.factory, items, queue, now, check_size)
-        return await self.hot.push_many([admitted(job, now) for job in jobs]) if jobs else []
+        if not jobs:
+            return []
+        ids = await self.hot.push_many([admitted(job, now) for job in jobs])
+        self.job_events.pushed(jobs, ids)
+        return ids
 
     async def pull_async(
         self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float
@@ -58,11 +69,13 @@ class PostgresJobs:
             jobs, tokens = await self.hot.claim_wait(queue, count, owner, ttl, timeout_ms)
         else:
             jobs, tokens = await self.hot.claim(queue, count, owner, ttl)
+        self.job_events.pulled(queue, jobs)
         # A pull that names no owner holds no tokens (its jobs' leases only lapse), as in memory.
         return jobs, tokens if owner is not None else None
 
     async def ack_async(self, job_id: Any, token: Any, result: Any, has_result: bool, remove: bool) -> Reply:
-        await self.hot.ack(job_id, token, result, has_result, remove)
+        queue = await self.hot.ack(job_id, token, result, has_result, remove)
+        self.job_events.completed(queue, job_id, result, has_result)
         return {"ok": True}
 
     async def fail_async(
@@ -71,7 +84,9 @@ class PostgresJobs:
         outcome = await self.hot.fail(job_id, token, unrecoverable, error, stack, remove)
         if outcome is LATE:
             return finalized()
-        if outcome == states.FAILED:
+        state, queue, record = outcome
+        self.job_events.failed(queue, job_id, record, error, state not in (states.READY, states.DELAYED))
+        if state == states.FAILED:
             await self.failed_for_good(job_id, error)
         return {"ok": True}
 
@@ -90,6 +105,9 @@ class PostgresJobs:
             self.hot.ack(job_id, token, None if results is None else results[i], results is not None)
             for i, (job_id, token) in enumerate(pairs)
         ), return_exceptions=True)
+        for i, outcome in enumerate(outcomes):
+            if not isinstance(outcome, BaseException):
+                self.job_events.completed(outcome, ids[i], None if results is None else results[i], results is not None)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome

@@ -197,7 +197,8 @@ _ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))
 
 # Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
 # completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
-# that does not settle is left alone and missing from the answer.
+# that does not settle is left alone and missing from the answer; a settled one names its queue (for its
+# completed event).
 # Results ($4, NULL for none) are kept in the same statement (a flow parent reads its children's there), the
 # jobs that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
@@ -210,11 +211,11 @@ done AS (
         attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END
     FROM req r, clock
     WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
-    RETURNING j.id, r.token, r.result
+    RETURNING j.id, r.token, r.result, j.queue
 ), gone AS (
     DELETE FROM bunqueue_jobs j USING req r
     WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
-    RETURNING j.id, r.token
+    RETURNING j.id, r.token, j.queue
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
 ), kept AS (
@@ -226,7 +227,7 @@ done AS (
 ), {release_dependants("settled")}, forgotten AS (
     DELETE FROM bunqueue_flow_failures x USING settled WHERE x.namespace = $1 AND x.parent_id = settled.id
 ), {_notify_ready("released")}
-SELECT id, token FROM done, woken UNION ALL SELECT id, token FROM gone, woken
+SELECT id, token, queue FROM done, woken UNION ALL SELECT id, token, queue FROM gone, woken
 """
 
 _LOST_COLUMNS = (

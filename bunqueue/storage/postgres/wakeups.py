@@ -5,6 +5,9 @@ arrives or the poll interval passes, whichever is first; then it claims again. T
 before the claim that found nothing, so a notification sent while that claim ran is not missed. The poll
 is the safety net for notifications lost with the listening connection; a lost connection is made again
 (every second until the database answers), and every waiter claims again meanwhile.
+
+The same connection hears the job events other brokers send (``broadcast``): a payload that starts with
+``broadcast.MARK`` goes to ``on_events``.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ log = logging.getLogger("bunqueue.postgres")
 
 RECONNECT_S = 1.0
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
+# What starts an event notification (``broadcast.MARK``); a wake-up is a JSON array.
+EVENTS_MARK = "E"
 
 
 class Wakeups:
@@ -34,6 +39,8 @@ class Wakeups:
         self._reconnecting: asyncio.Task[None] | None = None
         # Notifications of this namespace received, for the logs and the tests.
         self.received = 0
+        # Where event notifications (any namespace's) go; set by the engine.
+        self.on_events: Callable[[str], None] | None = None
 
     async def listen(self, connect: Connect) -> None:
         """Open a connection with ``connect`` (dedicated: a LISTEN holds it) and wake waiters from its
@@ -85,6 +92,10 @@ class Wakeups:
         self._waiters.clear()
 
     def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        if payload.startswith(EVENTS_MARK):
+            if self.on_events is not None:
+                self.on_events(payload)
+            return
         try:
             namespace, queue = json.loads(payload)
         except (ValueError, TypeError):

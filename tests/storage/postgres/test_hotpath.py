@@ -177,7 +177,7 @@ async def test_an_ack_or_fail_with_a_stale_or_wrong_token_is_refused(hot: HotPat
     # Acks of one job in one batch, the wrong token first: the right token completes it, and the wrong one
     # is judged after it, as a late ack.
     outcomes = await asyncio.gather(hot.ack(job_id, "wrong"), hot.ack(job_id, token), return_exceptions=True)
-    assert outcomes[1] is None and str(outcomes[0]) == errors.not_processing(job_id)
+    assert outcomes[1] == "q" and str(outcomes[0]) == errors.not_processing(job_id)
     assert (await _row(hot, job_id))["state"] == states.COMPLETED
     # The token is spent: a second ack finds the job no longer running.
     with pytest.raises(CommandError) as refused:
@@ -191,11 +191,11 @@ async def test_a_failed_attempt_is_retried_until_attempts_run_out(hot: HotPath, 
     final_id = await hot.push(_build(factory, maxAttempts=5))
     (first, second), (t1, t2) = await hot.claim("q", 2, "w", TTL)
     assert [first.id, second.id] == [job_id, final_id]
-    assert await hot.fail(job_id, t1) == states.READY
-    assert await hot.fail(final_id, t2, final=True) == states.FAILED
+    assert (await hot.fail(job_id, t1))[0] == states.READY
+    assert (await hot.fail(final_id, t2, final=True))[0] == states.FAILED
     (again,), (t3,) = await hot.claim("q", 5, "w", TTL)
     assert (again.id, again.attempts) == (job_id, 1)
-    assert await hot.fail(job_id, t3) == states.FAILED
+    assert (await hot.fail(job_id, t3))[0] == states.FAILED
     assert [(await _row(hot, i))["state"] for i in (job_id, final_id)] == [states.FAILED, states.FAILED]
 
 
@@ -241,7 +241,7 @@ async def test_a_failure_with_attempts_left_waits_its_backoff(hot: HotPath, fact
     job_id = await hot.push(_build(factory, backoff=2000))
     _, (token,) = await hot.claim("q", 1, "w", TTL)
     before = time.time() * 1000
-    assert await hot.fail(job_id, token, error="boom") == states.DELAYED
+    assert (await hot.fail(job_id, token, error="boom"))[0] == states.DELAYED
     row = await _row(hot, job_id)
     # Exponential: 2000 * 2^1 with +-50 % jitter.
     assert before + 2000 - 50 <= row["run_at"] <= time.time() * 1000 + 6000

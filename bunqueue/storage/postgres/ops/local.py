@@ -9,26 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bunqueue.broker import states
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session
 from bunqueue.monitoring.counters import Counters, Histogram
 from bunqueue.monitoring.snapshot import Totals
+from bunqueue.storage.postgres.figures import FigureReader
 from bunqueue.storage.postgres.ops.family import Family
-
-# The namespace's jobs by state (ready ones split by priority) and its DLQ size, for the probes.
-TOTALS = """
-SELECT state, priority > 0 AS prioritized, count(*) FROM bunqueue_jobs WHERE namespace = $1 GROUP BY 1, 2
-UNION ALL SELECT -1, false, count(*) FROM bunqueue_dlq WHERE namespace = $1
-"""
-_TOTAL_FIELDS = {
-    (states.DELAYED, False): "delayed", (states.DELAYED, True): "delayed",
-    (states.ACTIVE, False): "active", (states.ACTIVE, True): "active",
-    (states.COMPLETED, False): "completed", (states.COMPLETED, True): "completed",
-    (states.WAITING_CHILDREN, False): "waiting_children", (states.WAITING_CHILDREN, True): "waiting_children",
-    (states.READY, False): "waiting", (states.READY, True): "prioritized",
-    (-1, False): "dlq",
-}
 
 JobListener = Callable[[dict[str, Any]], None]
 SystemListener = Callable[[str, dict[str, Any]], None]
@@ -37,19 +23,12 @@ SystemListener = Callable[[str, dict[str, Any]], None]
 class LocalFamily(Family):
     events: EventHub
     counters: Counters
-    # The last totals read (``refresh_totals``, on a timer): the probes read them without a round trip.
-    last_totals: Totals
+    figure_reader: FigureReader
 
     def totals(self) -> Totals:
-        return self.last_totals
-
-    async def refresh_totals(self) -> None:
-        totals = Totals()
-        for state, prioritized, count in await self.pool.fetch(TOTALS, self.namespace):
-            field = _TOTAL_FIELDS.get((state, prioritized))
-            if field is not None:
-                setattr(totals, field, getattr(totals, field) + count)
-        self.last_totals = totals
+        """The last figures read: the probes call it right after StorageStatus or DashboardOverview, which
+        read them again, so it answers without a round trip of its own."""
+        return self.figure_reader.totals
 
     def latency_histograms(self) -> dict[str, Histogram]:
         return self.counters.latency

@@ -1,0 +1,123 @@
+"""Job events across brokers: the broker that committed a change tells every other broker in its namespace.
+
+An event is sent with NOTIFY on the wake-up channel (``statements.CHANNEL``), after the commit that made it
+true, and every broker's listening connection (``wakeups``) hands the namespace's events to its own
+subscribers and streams. Nothing is written per event: a notification is not stored once delivered.
+
+Events are gathered as they happen and sent by one flusher, which takes everything that arrived while the
+previous statement ran: a burst of events costs one statement (``SELECT pg_notify(...) FROM unnest(...)``),
+whatever the number of notifications it needs. A notification is one text shorter than PostgreSQL's limit
+(8000 bytes): a marker, then base64 of MessagePack, so job data and results cross exactly as the wire
+carries them (binary, large integers). An event too large for one notification on its own crosses without
+its large fields, named in the event (``Received``'s last item): the other brokers read a left-out ``data``
+(the job data or result) back from the database (``ops.events``).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from typing import Any
+
+import asyncpg
+import msgpack
+
+from bunqueue.storage.postgres.statements import CHANNEL
+from bunqueue.storage.postgres.wakeups import EVENTS_MARK
+
+log = logging.getLogger("bunqueue.postgres")
+
+# The first character of an event notification; a wake-up's payload is JSON and starts with "[".
+MARK = EVENTS_MARK
+# Room for the packed events of one notification: base64 grows 3 bytes to 4, and the limit is 8000 bytes.
+PACKED_ROOM = 5800
+# A field larger than this (packed) is left out of an event too large for one notification.
+FIELD_ROOM = 512
+# (queue, event type, job id, timestamp, the event's other fields)
+Event = tuple[str, str, str, float, dict[str, Any]]
+# An event as another broker sent it, with the names of the fields it left out.
+Received = tuple[str, str, str, float, dict[str, Any], list[str]]
+
+NOTIFY_MANY = f"SELECT count(pg_notify('{CHANNEL}', payload)) FROM unnest($1::text[]) AS payload"
+
+
+class Broadcast:
+    """This broker's outgoing events (``send``) and the reading of other brokers' ones (``read``)."""
+
+    def __init__(self, pool: asyncpg.Pool, namespace: str, broker_id: str) -> None:
+        self.pool = pool
+        self.namespace = namespace
+        self.broker_id = broker_id
+        self._header = msgpack.packb([namespace, broker_id], use_bin_type=True)
+        self._pending: list[Event] = []
+        self._flusher: asyncio.Task[None] | None = None
+        # Events sent and notifications they took, for the logs and the tests.
+        self.sent = 0
+
+    def send(self, event: Event) -> None:
+        """Queue ``event`` for the next notification; the call returns at once."""
+        self._pending.append(event)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        try:
+            while self._pending:
+                events, self._pending = self._pending, []
+                try:
+                    await self.pool.execute(NOTIFY_MANY, self.payloads(events))
+                    self.sent += len(events)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                    log.warning("%d job events were not sent to the other brokers: %s", len(events), exc)
+        finally:
+            self._flusher = None
+
+    def payloads(self, events: list[Event]) -> list[str]:
+        """``events`` in as few notifications as fit, in order."""
+        out: list[str] = []
+        chunk: list[bytes] = []
+        size = 0
+        for event in events:
+            packed = _packed(event)
+            if len(packed) > PACKED_ROOM:
+                packed = _trimmed(event)
+            if chunk and size + len(packed) > PACKED_ROOM:
+                out.append(self._payload(chunk))
+                chunk, size = [], 0
+            chunk.append(packed)
+            size += len(packed)
+        if chunk:
+            out.append(self._payload(chunk))
+        return out
+
+    def _payload(self, chunk: list[bytes]) -> str:
+        return MARK + base64.b64encode(self._header + b"".join(chunk)).decode("ascii")
+
+    def read(self, payload: str) -> list[Received] | None:
+        """The events of a notification another broker of this namespace sent; None for any other."""
+        try:
+            unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True)
+            unpacker.feed(base64.b64decode(payload[1:]))
+            namespace, broker_id = next(unpacker)
+            if namespace != self.namespace or broker_id == self.broker_id:
+                return None
+            return [(*event[:5], event[5] if len(event) > 5 else []) for event in unpacker]
+        except (ValueError, TypeError, StopIteration, msgpack.UnpackException):
+            log.warning("ignored a malformed event notification: %r", payload[:200])
+            return None
+
+    async def close(self) -> None:
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
+
+def _packed(event: Event) -> bytes:
+    return msgpack.packb(list(event), use_bin_type=True)
+
+
+def _trimmed(event: Event) -> bytes:
+    """``event`` without its large fields, which it names."""
+    fields = event[4]
+    sizes = {name: len(msgpack.packb(value, use_bin_type=True)) for name, value in fields.items()}
+    kept = {name: value for name, value in fields.items() if sizes[name] <= FIELD_ROOM}
+    return msgpack.packb([*event[:4], kept, [name for name in fields if name not in kept]], use_bin_type=True)

@@ -1,0 +1,80 @@
+"""What the job family tells of the transitions it committed: this broker's counters and the job events.
+
+``PostgresJobs`` calls one method per transition once its statement committed; the events carry the memory
+engine's fields (``EventHub.emit``, ``completed``, ``failed``) and go out through ``publish`` (the engine's
+``EventsFamily.publish``: this broker's listeners at once, every other broker's through NOTIFY).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bunqueue._core.jobs import NO_DATA, Job
+from bunqueue.broker.clock import now_ms
+from bunqueue.broker.components import eventhub
+from bunqueue.monitoring.counters import Counters
+from bunqueue.storage.schema import unpack
+
+# publish(queue, event type, job id, **fields)
+Publish = Callable[..., None]
+
+
+class JobEvents:
+    """``queue_created`` is told of the first push this broker sees into a queue it does not know (the
+    engine seeds ``queues`` with the namespace's queues at start), as the memory engine tells of a queue it
+    creates."""
+
+    __slots__ = ("clock", "counters", "publish", "queue_created", "queues")
+
+    def __init__(
+        self, counters: Counters, publish: Publish, clock: Callable[[], float] = now_ms,
+        queue_created: Callable[[str], None] | None = None,
+    ) -> None:
+        self.counters = counters
+        self.publish = publish
+        self.clock = clock
+        self.queue_created = queue_created
+        self.queues: set[str] = set()
+
+    def pushed(self, jobs: list[Job], ids: list[str]) -> None:
+        """A push's answer: a job that took its own id was admitted; another id is the live job that holds
+        its unique key, as a deduplicated push is told in memory."""
+        if jobs[0].queue not in self.queues:
+            self.queues.add(jobs[0].queue)
+            if self.queue_created is not None:
+                self.queue_created(jobs[0].queue)
+        for job, job_id in zip(jobs, ids):
+            if job_id == job.id:
+                self.counters.on_pushed(job.queue)
+                self.publish(job.queue, eventhub.PUSHED, job_id)
+            else:
+                self.counters.on_event(job.queue)
+                self.publish(job.queue, eventhub.DUPLICATED, job_id)
+
+    def pulled(self, queue: str, jobs: list[Job]) -> None:
+        if jobs:
+            self.counters.on_pulled(queue, len(jobs))
+            for job in jobs:
+                self.publish(queue, eventhub.PULLED, job.id)
+
+    def completed(self, queue: str, job_id: str, result: Any, has_result: bool) -> None:
+        self.counters.on_completed(queue, self.clock())
+        if has_result:
+            self.publish(queue, eventhub.COMPLETED, job_id, data=result)
+        else:
+            self.publish(queue, eventhub.COMPLETED, job_id)
+
+    def failed(self, queue: str, job_id: str, record: bytes, error: Any, terminal: bool) -> None:
+        """A failed attempt (``record`` the job's, as the FAIL left it); a retryable one is followed by
+        ``retried``, as in memory."""
+        self.counters.on_failed(queue, self.clock(), terminal)
+        fields: dict[str, Any] = {}
+        data = Job.from_record(unpack(record)).data
+        if data is not NO_DATA:
+            fields["data"] = data
+        if error is not None:
+            fields["error"] = error
+        fields["terminal"] = terminal
+        self.publish(queue, eventhub.FAILED, job_id, **fields)
+        if not terminal:
+            self.publish(queue, eventhub.RETRIED, job_id, prev=eventhub.FAILED)

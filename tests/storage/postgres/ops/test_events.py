@@ -1,0 +1,181 @@
+"""Job events in PostgreSQL mode: the subscription commands as memory answers them, the events of a job's
+life as memory sends them, and an event committed on one broker heard on another (TCP and SSE)."""
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.postgres import PostgresServer
+from bunqueue._testbase.server import ServerProcess
+from bunqueue._testbase.twins import Names, Twins
+from tests.storage.postgres.ops.conftest import postgres_broker
+
+pytestmark = pytest.mark.usefixtures("postgres")
+
+
+def test_subscribe_and_unsubscribe_answer_as_in_memory(twins: Twins) -> None:
+    assert twins.same({"cmd": "SubscribeEvents", "queue": "ev-sub", "reqId": "s"}) == {"ok": True, "reqId": "s"}
+    assert twins.same({"cmd": "SubscribeEvents", "queue": "bad queue"})["ok"] is False
+    assert twins.same({"cmd": "SubscribeEvents"})["ok"] is False
+    assert twins.same({"cmd": "UnsubscribeEvents"}) == {"ok": True}
+
+
+def lifecycle(server: ServerProcess, queue: str) -> list[dict[str, Any]]:
+    """Every event a subscriber of ``queue`` hears while a job is pushed, pulled, completed, and another
+    fails once (retried) and then for good; then the frames after an unsubscribe (none expected)."""
+    subscriber, worker = RawClient(server.addr), RawClient(server.addr)
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": queue}) == {"ok": True}
+        done = worker.ok({"cmd": "PUSH", "queue": queue, "data": {"n": 1}})["id"]
+        worker.ok({"cmd": "PUSH", "queue": queue + "-other", "data": 0})
+        pulled = worker.ok({"cmd": "PULL", "queue": queue, "owner": "w", "lockTtl": 60_000})
+        worker.ok({"cmd": "ACK", "id": done, "token": pulled["token"], "result": {"done": True}})
+        failing = worker.ok({"cmd": "PUSH", "queue": queue, "data": 7, "maxAttempts": 2, "backoff": 0})["id"]
+        for error in ("e1", "e2"):
+            pulled = worker.ok({"cmd": "PULL", "queue": queue, "owner": "w", "lockTtl": 60_000})
+            worker.ok({"cmd": "FAIL", "id": failing, "token": pulled["token"], "error": error})
+        events = [subscriber.recv() for _ in range(9)]
+        assert subscriber.call({"cmd": "UnsubscribeEvents"}) == {"ok": True}
+        worker.ok({"cmd": "PUSH", "queue": queue, "data": 2})
+        # The next frame the subscriber reads is its Ping's reply: the push after the unsubscribe sent nothing.
+        assert subscriber.call({"cmd": "Ping"})["data"]["pong"] is True
+        return events
+    finally:
+        subscriber.close()
+        worker.close()
+
+
+def test_a_jobs_events_have_the_memory_engines_shapes(server: ServerProcess, pg_server: ServerProcess) -> None:
+    memory = lifecycle(server, "ev-life")
+    postgres = lifecycle(pg_server, "ev-life")
+    assert [(e["type"], e["event"]["eventType"]) for e in postgres] == [("event", kind) for kind in (
+        "pushed", "pulled", "completed", "pushed", "pulled", "failed", "retried", "pulled", "failed",
+    )]
+    assert Names()(postgres) == Names()(memory)
+
+
+def sse_stream(server: ServerProcess, path: str) -> socket.socket:
+    """An open SSE stream of ``server``, past its headers and first message."""
+    conn = socket.create_connection(("127.0.0.1", server.http_port), timeout=5)
+    conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
+    received = b""
+    while b"retry: 3000" not in received:
+        received += conn.recv(4096)
+    return conn
+
+
+def sse_event(conn: socket.socket, name: str) -> dict[str, Any]:
+    """The data of the next SSE message named ``name`` on ``conn``."""
+    buffered = b""
+    while True:
+        while b"\n\n" not in buffered:
+            buffered += conn.recv(4096)
+        message, buffered = buffered.split(b"\n\n", 1)
+        fields = dict(line.split(": ", 1) for line in message.decode().splitlines() if ": " in line)
+        if fields.get("event") == name:
+            data: dict[str, Any] = json.loads(fields["data"])
+            return data
+
+
+@pytest.fixture(scope="module")
+def brokers(postgres: PostgresServer) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two brokers in one namespace."""
+    namespace = f"ev-two-{uuid.uuid4().hex[:12]}"
+    first = postgres_broker(postgres, namespace)
+    second = postgres_broker(postgres, namespace)
+    yield first, second
+    first.stop()
+    second.stop()
+
+
+def test_a_push_on_one_broker_reaches_the_other_brokers_tcp_and_sse_listeners(
+    brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = brokers
+    subscriber, pusher = RawClient(b.addr), RawClient(a.addr)
+    stream = sse_stream(b, "/events/queues/ev-two")
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": "ev-two"}) == {"ok": True}
+        started = time.monotonic()
+        job_id = pusher.ok({"cmd": "PUSH", "queue": "ev-two", "data": {"big": "x" * 20_000}})["id"]
+        heard = subscriber.recv()
+        tcp_delay_ms = (time.monotonic() - started) * 1000
+        streamed = sse_event(stream, "job:pushed")
+        sse_delay_ms = (time.monotonic() - started) * 1000
+        print(f"a push on broker A reached broker B's TCP subscriber in {tcp_delay_ms:.1f} ms, "
+              f"its SSE stream in {sse_delay_ms:.1f} ms")
+        assert heard["type"] == "event"
+        assert {k: v for k, v in heard["event"].items() if k != "timestamp"} == {
+            "eventType": "pushed", "queue": "ev-two", "jobId": job_id,
+        }
+        assert isinstance(heard["event"]["timestamp"], (int, float))
+        assert streamed["jobId"] == job_id and streamed["queue"] == "ev-two"
+        # Once the connections are warm: from the push's reply on A to the event on B.
+        again = pusher.ok({"cmd": "PUSH", "queue": "ev-two", "data": 2})["id"]
+        replied = time.monotonic()
+        assert subscriber.recv()["event"]["jobId"] == again
+        print(f"then {(time.monotonic() - replied) * 1000:.1f} ms after the push's reply")
+        assert sse_event(stream, "job:pushed")["jobId"] == again
+        # B's own events reach its subscriber too: a worker on B pulls and completes the job.
+        pulled = RawClient(b.addr)
+        job = pulled.ok({"cmd": "PULL", "queue": "ev-two", "owner": "w", "lockTtl": 60_000})
+        pulled.ok({"cmd": "ACK", "id": job_id, "token": job["token"], "result": {"r": 1}})
+        pulled.close()
+        assert subscriber.recv()["event"]["eventType"] == "pulled"
+        completed = subscriber.recv()["event"]
+        assert (completed["eventType"], completed["data"]) == ("completed", {"r": 1})
+    finally:
+        stream.close()
+        subscriber.close()
+        pusher.close()
+
+
+def test_another_brokers_events_keep_their_fields_and_skip_other_queues(
+    brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = brokers
+    subscriber, worker = RawClient(b.addr), RawClient(a.addr)
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": "ev-fields"}) == {"ok": True}
+        worker.ok({"cmd": "PUSH", "queue": "ev-fields-other", "data": 1})
+        job_id = worker.ok({"cmd": "PUSH", "queue": "ev-fields", "data": b"\x00\xff", "maxAttempts": 1})["id"]
+        job = worker.ok({"cmd": "PULL", "queue": "ev-fields", "owner": "w", "lockTtl": 60_000})
+        worker.ok({"cmd": "FAIL", "id": job_id, "token": job["token"], "error": "boom"})
+        events = [subscriber.recv()["event"] for _ in range(3)]
+        assert [e["eventType"] for e in events] == ["pushed", "pulled", "failed"]
+        failed = events[2]
+        assert (failed["jobId"], failed["data"], failed["error"], failed["terminal"]) == (
+            job_id, b"\x00\xff", "boom", True)
+    finally:
+        subscriber.close()
+        worker.close()
+
+
+def test_a_burst_crosses_in_order_and_an_event_too_large_for_a_notification_gets_its_data_back(
+    brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = brokers
+    subscriber, worker = RawClient(b.addr), RawClient(a.addr)
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": "ev-burst"}) == {"ok": True}
+        # 600 events need several notifications (each under PostgreSQL's 8000 bytes).
+        ids = worker.ok({"cmd": "PUSHB", "queue": "ev-burst", "jobs": [{"data": i} for i in range(600)]})["ids"]
+        assert [subscriber.recv()["event"]["jobId"] for _ in ids] == ids
+        job = worker.ok({"cmd": "PULL", "queue": "ev-burst", "owner": "w", "lockTtl": 60_000})
+        worker.ok({"cmd": "ACK", "id": ids[0], "token": job["token"], "result": "r" * 10_000})
+        worker.ok({"cmd": "PUSH", "queue": "ev-burst", "data": "after"})
+        assert subscriber.recv()["event"]["eventType"] == "pulled"
+        completed = subscriber.recv()["event"]
+        assert (completed["eventType"], completed["jobId"], completed["data"]) == ("completed", ids[0], "r" * 10_000)
+        # What was sent after it waited for its data: the order holds.
+        assert subscriber.recv()["event"]["eventType"] == "pushed"
+    finally:
+        subscriber.close()
+        worker.close()
