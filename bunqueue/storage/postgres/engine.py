@@ -20,6 +20,7 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.monitoring.snapshot import Totals
 from bunqueue.storage.postgres.hotpath import HotPath
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
+from bunqueue.storage.postgres.ops.groups import GroupsFamily
 from bunqueue.storage.postgres.ops.local import LocalFamily
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
@@ -32,7 +33,7 @@ LEASE_SWEEP_S = 0.5
 TOTALS_REFRESH_S = 1.0
 
 
-class PostgresEngine(PostgresJobs, LocalFamily):
+class PostgresEngine(PostgresJobs, GroupsFamily, LocalFamily):
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, config: PostgresConfig, settings: Settings,

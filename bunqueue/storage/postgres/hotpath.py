@@ -19,10 +19,11 @@ from typing import Any
 import asyncpg
 
 from bunqueue import errors
+from bunqueue._core.groups import NO_LANE, ONE_LANE, GroupClaim
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres import groupclaim, statements
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -30,8 +31,8 @@ from bunqueue.storage.postgres.sessions import BrokerSession
 from bunqueue.storage.postgres.wakeups import Wakeups
 from bunqueue.storage.schema import pack
 
-# (count, owner, lock ttl in ms) of one pull.
-ClaimRequest = tuple[int, "str | None", int]
+# (count, owner, lock ttl in ms, whether slots no ungrouped job filled fall to the group lanes) of one pull.
+ClaimRequest = tuple[int, "str | None", int, bool]
 Claimed = tuple[list[Job], list[str]]
 # (job id, lease token, the value the statement's last array gets: a packed result, or the fail's finality).
 SettleRequest = tuple[Any, Any, Any]
@@ -55,6 +56,9 @@ class HotPath:
         self._acks: Collector[SettleRequest, Any] = Collector(self._flush_acks)
         self._fails: Collector[SettleRequest, Any] = Collector(self._flush_fails)
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
+        # Queues whose group lanes had nothing to give a plain pull: (wake-up round, loop time) of that
+        # look. A plain claim that comes up short looks again only after a wake-up or a poll interval.
+        self._lanes_dry: dict[str, tuple[int, float]] = {}
 
     @classmethod
     async def open(cls, config: PostgresConfig, heartbeat_ms: int | None = None) -> HotPath:
@@ -148,22 +152,34 @@ class HotPath:
 
     # -- claim ---------------------------------------------------------------------------------------------
 
-    async def claim(self, queue: str, count: int, owner: str | None, lock_ttl_ms: int) -> Claimed:
-        """Up to ``count`` ready jobs of ``queue``, best first, each leased for ``lock_ttl_ms``; their tokens."""
+    async def claim(
+        self, queue: str, count: int, owner: str | None, lock_ttl_ms: int, claim: GroupClaim | None = None
+    ) -> Claimed:
+        """Up to ``count`` ready jobs of ``queue``, each leased for ``lock_ttl_ms``; their tokens. Ungrouped
+        jobs first, best first; then grouped ones as ``claim`` (a pull's ``group``) allows: its lanes and
+        its defaults, as the memory engine's ``QueueState.pop_ready``."""
+        ttl = int(lock_ttl_ms)
+        if claim is not None and claim.lanes == ONE_LANE:
+            return (await self._claim_groups(queue, [(count, owner, ttl, True)], claim))[0]
         collector = self._claims.get(queue)
         if collector is None:
             collector = self._claims[queue] = Collector(lambda requests: self._flush_claims(queue, requests))
-        return await collector.submit((count, owner, int(lock_ttl_ms)))
+        jobs, tokens = await collector.submit((count, owner, ttl, claim is None))
+        if claim is None or claim.lanes == NO_LANE or len(jobs) == count:
+            return jobs, tokens
+        more, more_tokens = (await self._claim_groups(queue, [(count - len(jobs), owner, ttl, True)], claim))[0]
+        return jobs + more, tokens + more_tokens
 
     async def claim_wait(
-        self, queue: str, count: int, owner: str | None, lock_ttl_ms: int, timeout_ms: float
+        self, queue: str, count: int, owner: str | None, lock_ttl_ms: int, timeout_ms: float,
+        claim: GroupClaim | None = None,
     ) -> Claimed:
         """A long-poll: claim, and while nothing is ready sleep until a wake-up or the poll interval."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         while True:
             woken = self.wakeups.waiter(queue)
-            claimed = await self.claim(queue, count, owner, lock_ttl_ms)
+            claimed = await self.claim(queue, count, owner, lock_ttl_ms, claim)
             left = deadline - loop.time()
             if claimed[0] or left <= 0:
                 self.wakeups.forget(queue, woken)
@@ -173,23 +189,52 @@ class HotPath:
     async def _flush_claims(self, queue: str, requests: list[ClaimRequest]) -> list[Claimed]:
         if not self.session.valid:
             return [([], []) for _ in requests]
-        owners: list[str | None] = []
-        ttls: list[int] = []
-        for count, owner, ttl in requests:
-            owners.extend([owner] * count)
-            ttls.extend([ttl] * count)
+        owners, ttls = _slots(requests)
         rows = await self.pool.fetch(
             statements.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls
         )
-        # Slots run 1..len(rows) with no gap: the k-th best job took slot k.
-        rows.sort(key=lambda row: row[0])
-        out: list[Claimed] = []
-        at = 0
-        for count, _owner, _ttl in requests:
-            taken = rows[at:at + count]
-            at += count
-            out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
+        out = _hand_out(rows, requests)
+        short = [i for i, request in enumerate(requests) if request[3] and len(out[i][0]) < request[0]]
+        if short and self._lanes_may_give(queue):
+            rest = [(requests[i][0] - len(out[i][0]), *requests[i][1:]) for i in short]
+            round_before = self.wakeups.rounds.get(queue, 0)
+            more = await self._claim_groups(queue, rest, None)
+            if not any(jobs for jobs, _tokens in more):
+                self._lanes_dry[queue] = (round_before, asyncio.get_running_loop().time())
+            for i, (jobs, tokens) in zip(short, more):
+                out[i][0].extend(jobs)
+                out[i][1].extend(tokens)
         return out
+
+    def _lanes_may_give(self, queue: str) -> bool:
+        """False while the queue's lanes were found dry and no wake-up or poll interval has come since."""
+        dry = self._lanes_dry.get(queue)
+        if dry is None:
+            return True
+        round_then, at = dry
+        fresh = asyncio.get_running_loop().time() - at < self.poll_interval_s
+        if fresh and round_then == self.wakeups.rounds.get(queue, 0):
+            return False
+        del self._lanes_dry[queue]
+        return True
+
+    async def _claim_groups(self, queue: str, requests: list[ClaimRequest], claim: GroupClaim | None) -> list[Claimed]:
+        """Grouped jobs for ``requests`` under ``claim``'s defaults (``groupclaim``), in one transaction that
+        holds the queue's group claim lock."""
+        if not self.session.valid:
+            return [([], []) for _ in requests]
+        owners, ttls = _slots(requests)
+        concurrency, limit_max, limit_duration, affinity = (
+            (0, 0, 0, None) if claim is None
+            else (claim.concurrency, claim.limit_max, claim.limit_duration, claim.affinity)
+        )
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(groupclaim.LOCK, self.namespace, queue)
+            rows = await conn.fetch(
+                groupclaim.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls,
+                concurrency, limit_max, limit_duration, affinity,
+            )
+        return _hand_out(rows, requests)
 
     # -- ack, fail -----------------------------------------------------------------------------------------
 
@@ -262,6 +307,29 @@ class HotPath:
         for queue in {row["queue"] for row in rows}:
             self.wakeups.wake(queue)
         return [(row["id"], row["queue"]) for row in rows]
+
+
+def _slots(requests: list[ClaimRequest]) -> tuple[list[str | None], list[int]]:
+    """The claim statements' per-slot arrays: each pull's owner and lock ttl, once per job it asks for."""
+    owners: list[str | None] = []
+    ttls: list[int] = []
+    for count, owner, ttl, _falls in requests:
+        owners.extend([owner] * count)
+        ttls.extend([ttl] * count)
+    return owners, ttls
+
+
+def _hand_out(rows: list[asyncpg.Record], requests: list[ClaimRequest]) -> list[Claimed]:
+    """Each pull its run of slots, in arrival order. Slots run 1..len(rows) with no gap: the k-th job
+    taken is slot k."""
+    rows.sort(key=lambda row: row[0])
+    out: list[Claimed] = []
+    at = 0
+    for request in requests:
+        taken = rows[at:at + request[0]]
+        at += request[0]
+        out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
+    return out
 
 
 def _refusal(row: asyncpg.Record | None, job_id: Any, token: Any) -> str:

@@ -66,13 +66,15 @@ _CLAIM_ORDER = "priority DESC, lifo_rank, run_at, seq"
 # arrays ($5 owners, $6 lock ttls) is the k-th best job, so the caller hands each pull its run of slots.
 # The session row is checked in the same statement ($3 broker id, $4 fencing token): a broker whose session
 # lapsed claims nothing. SKIP LOCKED lets brokers claim one queue side by side; a row another claim took
-# meanwhile fails the re-checked state and is skipped too.
+# meanwhile fails the re-checked state and is skipped too. Grouped jobs are the group claim's
+# (``groupclaim.CLAIM``): this statement leaves them alone.
 CLAIM = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 picked AS (
     SELECT id, row_number() OVER (ORDER BY {_CLAIM_ORDER}) AS slot FROM (
         SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
         WHERE namespace = $1 AND queue = $2 AND state = {READY}
+          AND group_id IS NULL
           AND EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
                       WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)
         ORDER BY {_CLAIM_ORDER}

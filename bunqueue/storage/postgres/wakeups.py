@@ -27,6 +27,8 @@ class Wakeups:
         self._conn: asyncpg.Connection | None = None
         # Notifications of this namespace received, for the logs and the tests.
         self.received = 0
+        # Wake-ups per queue so far: a reading taken before a claim tells whether work came since.
+        self.rounds: dict[str, int] = {}
 
     async def listen(self, conn: asyncpg.Connection) -> None:
         """Take ``conn`` (dedicated: a LISTEN holds it) and wake waiters from its notifications."""
@@ -69,6 +71,7 @@ class Wakeups:
 
     def wake(self, queue: str) -> None:
         """Every waiter of ``queue`` claims again."""
+        self.rounds[queue] = self.rounds.get(queue, 0) + 1
         waiters = self._waiters.pop(queue, None)
         if waiters:
             for future in waiters:
