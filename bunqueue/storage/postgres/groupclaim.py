@@ -95,6 +95,8 @@ claimed AS (
 served AS (
     SELECT group_id, max(slot) AS last_slot, count(*) AS n FROM claimed GROUP BY group_id
 ),
+-- One value for the whole claim (a CTE runs once; a subquery in the join below could run per row).
+stamp AS (SELECT nextval('bunqueue_job_seq') * {TURN_SLOTS} AS base),
 turns AS (
     INSERT INTO bunqueue_groups AS g
         (namespace, queue, group_id, served, window_max, window_duration, window_start, window_count)
@@ -102,8 +104,7 @@ turns AS (
            CASE WHEN $8 > 0 THEN l.rate_max END, CASE WHEN $8 > 0 THEN l.rate_duration END,
            CASE WHEN $8 = 0 THEN NULL WHEN l.window_open THEN l.window_start ELSE clock.now END,
            CASE WHEN $8 = 0 THEN 0 WHEN l.window_open THEN l.window_count + s.n ELSE s.n END
-    FROM served s JOIN lanes l USING (group_id), clock,
-         (SELECT nextval('bunqueue_job_seq') * {TURN_SLOTS} AS base) stamp
+    FROM served s JOIN lanes l USING (group_id), clock, stamp
     ON CONFLICT (namespace, queue, group_id) DO UPDATE SET served = excluded.served,
         window_max = CASE WHEN $8 > 0 THEN excluded.window_max ELSE g.window_max END,
         window_duration = CASE WHEN $8 > 0 THEN excluded.window_duration ELSE g.window_duration END,
