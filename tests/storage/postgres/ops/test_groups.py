@@ -173,16 +173,18 @@ def test_affinity_takes_one_lane_and_null_affinity_ungrouped_jobs_only(twins: Tw
     assert _names(twins.same({"cmd": "PULL", "queue": q})) == ["a1"]
 
 
-def _at_once(clients: list[RawClient], frame: dict[str, Any]) -> list[dict[str, Any]]:
-    """``frame`` sent by every client at the same moment, each from its own thread; the replies."""
+def _at_once(clients: list[RawClient], frames: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A frame sent by every client at the same moment (``frames``, or its own of a list), each from its
+    own thread; the replies."""
     replies: list[dict[str, Any]] = []
     start = threading.Barrier(len(clients))
 
-    def send(client: RawClient) -> None:
+    def send(client: RawClient, frame: dict[str, Any]) -> None:
         start.wait()
         replies.append(client.call(frame))
 
-    threads = [threading.Thread(target=send, args=(client,)) for client in clients]
+    each = frames if isinstance(frames, list) else [frames] * len(clients)
+    threads = [threading.Thread(target=send, args=pair) for pair in zip(clients, each)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -208,6 +210,28 @@ def test_a_group_concurrency_of_one_holds_across_two_brokers_pulling_at_once(pos
                     "ok": True, "data": {"count": 1}}
             assert clients[-1].call({"cmd": "ACK", "id": running[0][0], "token": running[0][1]}) == {"ok": True}
         assert clients[1].call({"cmd": "GetGroupJobsCount", "queue": q, "groupId": "A"})["data"]["count"] == 27
+    finally:
+        for client in clients:
+            client.close()
+        for broker in brokers:
+            broker.stop()
+
+
+def test_a_group_rate_window_counts_every_brokers_claims(postgres: PostgresServer) -> None:
+    namespace = f"groups-{uuid.uuid4().hex[:12]}"
+    brokers = [postgres_broker(postgres, namespace), postgres_broker(postgres, namespace)]
+    clients = [RawClient(broker.addr) for broker in brokers for _ in range(4)]
+    try:
+        q = "g-window"
+        clients[0].call({"cmd": "PUSHB", "queue": q, "jobs": [{"data": i, "groupId": "G"} for i in range(200)]})
+        limit = {"limit": {"max": 5, "duration": 60000}}
+        # Pulls of different sizes at once: each window's count must take in every broker's claims.
+        pulls = [{"cmd": "PULLB", "queue": q, "count": 1 + i % 3, "group": limit} for i in range(len(clients))]
+        taken = [job["id"] for _ in range(4) for reply in _at_once(clients, pulls) for job in reply["jobs"]]
+        # One window of 5 across both brokers, however their claims interleaved.
+        assert len(taken) == len(set(taken)) == 5
+        ttl = clients[-1].call({"cmd": "GetGroupRateLimitTtl", "queue": q, "groupId": "G", "maxJobs": 5})
+        assert 0 < ttl["data"]["ttl"] <= 60000
     finally:
         for client in clients:
             client.close()
