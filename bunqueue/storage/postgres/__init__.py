@@ -33,7 +33,8 @@ Batching: one statement per kind of write, shared by concurrent requests
       namespace = $1 AND broker_id = $b AND session = $s AND expires_at > now)``), so a broker whose session
       lapsed claims nothing. Queue concurrency and rate limits are taken in the same transaction from the
       ``bunqueue_queues`` row (``UPDATE ... SET rate_window_count = rate_window_count + n ... RETURNING``),
-      which makes them global across brokers; group limits likewise from ``bunqueue_groups``.
+      which makes them global across brokers. Grouped jobs have a claim of their own (``groupclaim``):
+      lane order and the group limits of ``bunqueue_groups``, under a per-queue advisory lock.
     - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
       AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
       AND j.state = ACTIVE RETURNING j.id, a.token``: a request missing from RETURNING is refused with the
@@ -104,8 +105,8 @@ What is next
       start goes.
     - What ``hotpath`` leaves out, each answered as the memory engine answers it: retry backoff (a FAIL
       with attempts left is ready at once today), the error and stack of a FAIL and the failed/waiting
-      timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, group
-      claims (a pull's ``group`` is not read yet) and queue limits, the DLQ, job events, and a pull without
+      timeline entries, removeOnComplete/removeOnFail, dependencies, parents and repeats at push, queue
+      limits, the DLQ, job events, and a pull without
       an owner (it is leased like any claim, and its ACK, which carries no token, is refused).
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply

@@ -3,10 +3,11 @@
 Every kind of request goes through a ``Collector``: concurrent callers share one statement per flush
 (``statements``), so a burst of requests costs one round trip and one commit. Claims are collected per
 queue, as one claim statement serves one queue. Errors a caller can cause are ``CommandError`` with the
-memory engine's texts; the other requests of the same flush are not affected by them.
+memory engine's texts; the other requests of the same flush are not affected by them. The claim statement
+takes ungrouped jobs; grouped ones come from ``groupclaim`` (lane order and group limits), after them.
 
 Not here yet, and kept for the engine around this: dependencies (``dependsOn``) and flows, delayed-job
-promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue and group
+promotion, retry backoff (a failed attempt with attempts left goes straight back to ready), queue
 limits, removeOnComplete/removeOnFail, the DLQ (an expired lease always returns its job to ready, the
 attempt it cost counted; the max-attempts check happens at the next FAIL) and job events.
 """
