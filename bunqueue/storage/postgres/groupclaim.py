@@ -35,31 +35,42 @@ LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(json_build_array('group cl
 # $7 the pull's group.concurrency, $8/$9 its group.limit max and duration (0: none), $10 the one group to
 # take from (NULL: any). Returns the columns of CLAIM.
 CLAIM = f"""
-WITH clock AS (SELECT {NOW_MS} AS now),
+WITH RECURSIVE clock AS (SELECT {NOW_MS} AS now),
+-- Each group with ready jobs and its oldest ready job's seq, one index probe per group (a skip scan).
+heads AS (
+    (SELECT group_id, seq FROM bunqueue_jobs
+     WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id IS NOT NULL
+       AND ($10::text IS NULL OR group_id = $10)
+     ORDER BY group_id, seq LIMIT 1)
+    UNION ALL
+    SELECT next.group_id, next.seq FROM heads h CROSS JOIN LATERAL (
+        SELECT group_id, seq FROM bunqueue_jobs
+        WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id > h.group_id AND $10::text IS NULL
+        ORDER BY group_id, seq LIMIT 1
+    ) next
+),
 lanes AS (
-    SELECT r.group_id, greatest(coalesce(g.served, 0), r.first_seq * {TURN_SLOTS}) AS turn,
+    SELECT h.group_id, greatest(coalesce(g.served, 0), h.seq * {TURN_SLOTS}) AS turn,
            CASE WHEN $7::bigint > 0 THEN coalesce(g.concurrency, $7) - (
                SELECT count(*) FROM bunqueue_jobs a
-               WHERE a.namespace = $1 AND a.queue = $2 AND a.group_id = r.group_id AND a.state = {ACTIVE}
+               WHERE a.namespace = $1 AND a.queue = $2 AND a.group_id = h.group_id AND a.state = {ACTIVE}
            ) ELSE cardinality($5::text[]) END AS concurrency_room,
            coalesce(g.rate_max, $8::bigint) AS rate_max, coalesce(g.rate_duration, $9::bigint) AS rate_duration,
            g.window_start, g.window_count,
            coalesce(g.window_max = coalesce(g.rate_max, $8) AND g.window_duration = coalesce(g.rate_duration, $9)
                     AND clock.now < g.window_start + g.window_duration, false) AS window_open
-    FROM (
-        SELECT group_id, min(seq) AS first_seq FROM bunqueue_jobs
-        WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id IS NOT NULL
-          AND ($10::text IS NULL OR group_id = $10)
-        GROUP BY group_id
-    ) r
+    FROM heads h
     CROSS JOIN clock
-    LEFT JOIN bunqueue_groups g ON g.namespace = $1 AND g.queue = $2 AND g.group_id = r.group_id
+    LEFT JOIN bunqueue_groups g ON g.namespace = $1 AND g.queue = $2 AND g.group_id = h.group_id
     WHERE NOT coalesce(g.paused, false) AND coalesce(g.limited_until, 0) <= clock.now
 ),
+-- The lanes that can give, first turn first: no more of them than the claim has slots.
 rooms AS (
-    SELECT *, least(concurrency_room, cardinality($5::text[]), CASE WHEN $8 = 0 THEN cardinality($5::text[])
-                    WHEN window_open THEN rate_max - window_count ELSE rate_max END) AS room
-    FROM lanes
+    SELECT * FROM (
+        SELECT *, least(concurrency_room, cardinality($5::text[]), CASE WHEN $8 = 0 THEN cardinality($5::text[])
+                        WHEN window_open THEN rate_max - window_count ELSE rate_max END) AS room
+        FROM lanes
+    ) lane WHERE room > 0 ORDER BY turn LIMIT cardinality($5::text[])
 ),
 picks AS (
     SELECT l.group_id, l.turn, head.id, head.rank FROM rooms l
@@ -67,7 +78,8 @@ picks AS (
         SELECT id, row_number() OVER (ORDER BY priority, seq) AS rank FROM (
             SELECT id, priority, seq FROM bunqueue_jobs
             WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id = l.group_id
-            ORDER BY priority, seq LIMIT greatest(l.room, 0)
+            -- A lane's r-th job comes after every lane's first: with n lanes and k slots, r <= k - n + 1.
+            ORDER BY priority, seq LIMIT least(l.room, cardinality($5::text[]) - (SELECT count(*) FROM rooms) + 1)
         ) lane
     ) head
     ORDER BY head.rank, l.turn LIMIT cardinality($5::text[])

@@ -75,9 +75,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (namespace, id),
             CHECK (state IN ({", ".join(str(code) for code in _STATES)}))
         )""",
-        # The claim: SELECT ... WHERE state = READY ORDER BY these columns FOR UPDATE SKIP LOCKED.
+        # The claim: SELECT ... WHERE state = READY ORDER BY these columns FOR UPDATE SKIP LOCKED. Grouped
+        # jobs are the group claim's, over the two indexes below.
         f"""CREATE INDEX bunqueue_jobs_claim ON bunqueue_jobs
-            (namespace, queue, priority DESC, lifo_rank, run_at, seq) WHERE state = {states.READY}""",
+            (namespace, queue, priority DESC, lifo_rank, run_at, seq)
+            WHERE state = {states.READY} AND group_id IS NULL""",
         # Delayed jobs coming due, across queues.
         f"""CREATE INDEX bunqueue_jobs_due ON bunqueue_jobs (namespace, run_at)
             WHERE state = {states.DELAYED}""",
@@ -87,8 +89,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # Group concurrency counts the group's running jobs.
         f"""CREATE INDEX bunqueue_jobs_group_active ON bunqueue_jobs (namespace, queue, group_id)
             WHERE state = {states.ACTIVE} AND group_id IS NOT NULL""",
-        # A group's ready jobs in its own order (lower priority first, then admission), for the group claim.
+        # The group claim: a group's ready jobs in its own order (lower priority first, then admission), and
+        # each group with ready jobs with its oldest one (a skip scan, one probe per group).
         f"""CREATE INDEX bunqueue_jobs_group_ready ON bunqueue_jobs (namespace, queue, group_id, priority, seq)
+            WHERE state = {states.READY} AND group_id IS NOT NULL""",
+        f"""CREATE INDEX bunqueue_jobs_group_heads ON bunqueue_jobs (namespace, queue, group_id, seq)
             WHERE state = {states.READY} AND group_id IS NOT NULL""",
         # Trimming to max_completed_jobs and listing finished jobs newest first.
         f"""CREATE INDEX bunqueue_jobs_finished ON bunqueue_jobs (namespace, queue, state, completed_at)
