@@ -4,6 +4,7 @@ limits; and a group concurrency that holds across two brokers pulling at once.""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -235,5 +236,33 @@ def test_a_group_rate_window_counts_every_brokers_claims(postgres: PostgresServe
     finally:
         for client in clients:
             client.close()
+        for broker in brokers:
+            broker.stop()
+
+
+def test_resuming_a_group_wakes_a_long_poll_on_another_broker(postgres: PostgresServer) -> None:
+    namespace = f"groups-{uuid.uuid4().hex[:12]}"
+    # Polls far apart: a pull answered in time was woken by the resume's notification.
+    brokers = [postgres_broker(postgres, namespace, BUNQUEUE_POSTGRES_POLL_INTERVAL_MS="30000") for _ in range(2)]
+    waiter, controller = RawClient(brokers[0].addr), RawClient(brokers[1].addr)
+    try:
+        q = "g-wake"
+        controller.call({"cmd": "PauseGroup", "queue": q, "groupId": "G"})
+        controller.call({"cmd": "PUSH", "queue": q, "name": "g1", "data": 1, "groupId": "G"})
+        replies: list[dict[str, Any]] = []
+        pull = {"cmd": "PULL", "queue": q, "timeout": 20000}
+        poll = threading.Thread(target=lambda: replies.append(waiter.call(pull)))
+        poll.start()
+        time.sleep(0.5)
+        assert not replies
+        started = time.monotonic()
+        assert controller.call({"cmd": "ResumeGroup", "queue": q, "groupId": "G"}) == {
+            "ok": True, "data": {"changed": True}}
+        poll.join(20)
+        assert time.monotonic() - started < 5
+        assert [reply["job"]["name"] for reply in replies] == ["g1"]
+    finally:
+        waiter.close()
+        controller.close()
         for broker in brokers:
             broker.stop()
