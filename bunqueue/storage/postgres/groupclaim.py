@@ -33,7 +33,8 @@ LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(json_build_array('group cl
 
 # $1 namespace, $2 queue, $3/$4 the session (as in CLAIM), $5 owners and $6 lock ttls (one per slot),
 # $7 the pull's group.concurrency, $8/$9 its group.limit max and duration (0: none), $10 the one group to
-# take from (NULL: any). Returns the columns of CLAIM.
+# take from (NULL: any). Returns the columns of CLAIM, and a row of slot 0 (no job) when some group has
+# ready jobs, taken or not: a claim that got nothing learns whether its lanes are empty or held back.
 CLAIM = f"""
 WITH RECURSIVE clock AS (SELECT {NOW_MS} AS now),
 -- Each group with ready jobs and its oldest ready job's seq, one index probe per group (a skip scan).
@@ -124,4 +125,5 @@ turns AS (
         window_count = CASE WHEN $8 > 0 THEN excluded.window_count ELSE g.window_count END
 )
 SELECT slot, id, lease_token, attempts, started_at, seq, record FROM claimed
+UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM heads)
 """

@@ -33,6 +33,10 @@ from bunqueue.storage.postgres.wakeups import Wakeups
 from bunqueue.storage.schema import pack
 
 # (count, owner, lock ttl in ms, whether slots no ungrouped job filled fall to the group lanes) of one pull.
+# A queue whose lanes held no ready job is looked at again for a plain pull after a wake-up for it, or after
+# this many poll intervals (the safety net for a lost notification); lanes held back, after one.
+LANES_EMPTY_POLLS = 20
+
 ClaimRequest = tuple[int, "str | None", int, bool]
 Claimed = tuple[list[Job], list[str]]
 # (job id, lease token, the value the statement's last array gets: a packed result, or the fail's finality).
@@ -57,9 +61,9 @@ class HotPath:
         self._acks: Collector[SettleRequest, Any] = Collector(self._flush_acks)
         self._fails: Collector[SettleRequest, Any] = Collector(self._flush_fails)
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
-        # Queues whose group lanes had nothing to give a plain pull: (wake-up round, loop time) of that
-        # look. A plain claim that comes up short looks again only after a wake-up or a poll interval.
-        self._lanes_dry: dict[str, tuple[int, float]] = {}
+        # Queues whose group lanes gave a plain pull nothing: (wake-up round of that look, loop time until
+        # which it holds). A plain claim that comes up short looks at them again only after either changes.
+        self._lanes_idle: dict[str, tuple[int, float]] = {}
 
     @classmethod
     async def open(cls, config: PostgresConfig, heartbeat_ms: int | None = None) -> HotPath:
@@ -161,14 +165,14 @@ class HotPath:
         its defaults, as the memory engine's ``QueueState.pop_ready``."""
         ttl = int(lock_ttl_ms)
         if claim is not None and claim.lanes == ONE_LANE:
-            return (await self._claim_groups(queue, [(count, owner, ttl, True)], claim))[0]
+            return (await self._claim_groups(queue, [(count, owner, ttl, True)], claim))[0][0]
         collector = self._claims.get(queue)
         if collector is None:
             collector = self._claims[queue] = Collector(lambda requests: self._flush_claims(queue, requests))
         jobs, tokens = await collector.submit((count, owner, ttl, claim is None))
         if claim is None or claim.lanes == NO_LANE or len(jobs) == count:
             return jobs, tokens
-        more, more_tokens = (await self._claim_groups(queue, [(count - len(jobs), owner, ttl, True)], claim))[0]
+        more, more_tokens = (await self._claim_groups(queue, [(count - len(jobs), owner, ttl, True)], claim))[0][0]
         return jobs + more, tokens + more_tokens
 
     async def claim_wait(
@@ -199,31 +203,34 @@ class HotPath:
         if short and self._lanes_may_give(queue):
             rest = [(requests[i][0] - len(out[i][0]), *requests[i][1:]) for i in short]
             round_before = self.wakeups.rounds.get(queue, 0)
-            more = await self._claim_groups(queue, rest, None)
+            more, lanes_ready = await self._claim_groups(queue, rest, None)
             if not any(jobs for jobs, _tokens in more):
-                self._lanes_dry[queue] = (round_before, asyncio.get_running_loop().time())
+                polls = 1 if lanes_ready else LANES_EMPTY_POLLS
+                until = asyncio.get_running_loop().time() + polls * self.poll_interval_s
+                self._lanes_idle[queue] = (round_before, until)
             for i, (jobs, tokens) in zip(short, more):
                 out[i][0].extend(jobs)
                 out[i][1].extend(tokens)
         return out
 
     def _lanes_may_give(self, queue: str) -> bool:
-        """False while the queue's lanes were found dry and no wake-up or poll interval has come since."""
-        dry = self._lanes_dry.get(queue)
-        if dry is None:
+        """False while the queue's lanes gave nothing and neither a wake-up nor their time has come since."""
+        idle = self._lanes_idle.get(queue)
+        if idle is None:
             return True
-        round_then, at = dry
-        fresh = asyncio.get_running_loop().time() - at < self.poll_interval_s
-        if fresh and round_then == self.wakeups.rounds.get(queue, 0):
+        round_then, until = idle
+        if round_then == self.wakeups.rounds.get(queue, 0) and asyncio.get_running_loop().time() < until:
             return False
-        del self._lanes_dry[queue]
+        del self._lanes_idle[queue]
         return True
 
-    async def _claim_groups(self, queue: str, requests: list[ClaimRequest], claim: GroupClaim | None) -> list[Claimed]:
+    async def _claim_groups(
+        self, queue: str, requests: list[ClaimRequest], claim: GroupClaim | None
+    ) -> tuple[list[Claimed], bool]:
         """Grouped jobs for ``requests`` under ``claim``'s defaults (``groupclaim``), in one transaction that
-        holds the queue's group claim lock."""
+        holds the queue's group claim lock; and whether any group had ready jobs."""
         if not self.session.valid:
-            return [([], []) for _ in requests]
+            return [([], []) for _ in requests], True
         owners, ttls = _slots(requests)
         concurrency, limit_max, limit_duration, affinity = (
             (0, 0, 0, None) if claim is None
@@ -235,7 +242,8 @@ class HotPath:
                 groupclaim.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls,
                 concurrency, limit_max, limit_duration, affinity,
             )
-        return _hand_out(rows, requests)
+        taken = [row for row in rows if row[0] != 0]
+        return _hand_out(taken, requests), len(taken) < len(rows)
 
     # -- ack, fail -----------------------------------------------------------------------------------------
 

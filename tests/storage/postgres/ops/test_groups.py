@@ -240,29 +240,46 @@ def test_a_group_rate_window_counts_every_brokers_claims(postgres: PostgresServe
             broker.stop()
 
 
-def test_resuming_a_group_wakes_a_long_poll_on_another_broker(postgres: PostgresServer) -> None:
+def _woken_pull(postgres: PostgresServer, queue: str, before: list[dict[str, Any]],
+                wake: dict[str, Any]) -> dict[str, Any]:
+    """A long-poll PULL on one broker, ``before`` sent first and ``wake`` while it waits, both through a
+    second broker; its reply, asserted to come well before the next poll would have."""
     namespace = f"groups-{uuid.uuid4().hex[:12]}"
-    # Polls far apart: a pull answered in time was woken by the resume's notification.
     brokers = [postgres_broker(postgres, namespace, BUNQUEUE_POSTGRES_POLL_INTERVAL_MS="30000") for _ in range(2)]
     waiter, controller = RawClient(brokers[0].addr), RawClient(brokers[1].addr)
     try:
-        q = "g-wake"
-        controller.call({"cmd": "PauseGroup", "queue": q, "groupId": "G"})
-        controller.call({"cmd": "PUSH", "queue": q, "name": "g1", "data": 1, "groupId": "G"})
+        for frame in before:
+            assert controller.call(frame)["ok"] is True
         replies: list[dict[str, Any]] = []
-        pull = {"cmd": "PULL", "queue": q, "timeout": 20000}
+        pull = {"cmd": "PULL", "queue": queue, "timeout": 20000}
         poll = threading.Thread(target=lambda: replies.append(waiter.call(pull)))
         poll.start()
         time.sleep(0.5)
         assert not replies
         started = time.monotonic()
-        assert controller.call({"cmd": "ResumeGroup", "queue": q, "groupId": "G"}) == {
-            "ok": True, "data": {"changed": True}}
+        assert controller.call(wake)["ok"] is True
         poll.join(20)
         assert time.monotonic() - started < 5
-        assert [reply["job"]["name"] for reply in replies] == ["g1"]
+        assert len(replies) == 1
+        return replies[0]
     finally:
         waiter.close()
         controller.close()
         for broker in brokers:
             broker.stop()
+
+
+def test_resuming_a_group_wakes_a_long_poll_on_another_broker(postgres: PostgresServer) -> None:
+    q = "g-wake"
+    reply = _woken_pull(postgres, q, [
+        {"cmd": "PauseGroup", "queue": q, "groupId": "G"},
+        {"cmd": "PUSH", "queue": q, "name": "g1", "data": 1, "groupId": "G"},
+    ], {"cmd": "ResumeGroup", "queue": q, "groupId": "G"})
+    assert reply["job"]["name"] == "g1"
+
+
+def test_a_grouped_push_on_another_broker_wakes_a_plain_long_poll(postgres: PostgresServer) -> None:
+    # The waiting broker found the queue's lanes empty; the push's notification makes it look again.
+    q = "g-push-wake"
+    reply = _woken_pull(postgres, q, [], {"cmd": "PUSH", "queue": q, "name": "g1", "data": 1, "groupId": "G"})
+    assert reply["job"]["name"] == "g1"
