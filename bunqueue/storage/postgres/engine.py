@@ -31,6 +31,8 @@ log = logging.getLogger("bunqueue")
 LEASE_SWEEP_S = 0.5
 # How often the totals the probes show are read again.
 TOTALS_REFRESH_S = 1.0
+# How often group rows left with nothing to hold are dropped.
+IDLE_GROUPS_S = 60.0
 
 
 class PostgresEngine(PostgresJobs, GroupsFamily, LocalFamily):
@@ -58,6 +60,7 @@ class PostgresEngine(PostgresJobs, GroupsFamily, LocalFamily):
     def start(self) -> None:
         self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
         self.every("totals", TOTALS_REFRESH_S, self.refresh_totals)
+        self.every("idle groups", IDLE_GROUPS_S, self.forget_idle_groups)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and

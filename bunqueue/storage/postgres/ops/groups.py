@@ -4,7 +4,8 @@ IsGroupPaused and RateLimitGroup, over ``bunqueue_groups`` and the group's job r
 A group's controls and its runtime limits (RateLimitGroup's deadline, the open rate window) live on its
 ``bunqueue_groups`` row, which every broker's group claim (``groupclaim``) reads under the queue's group
 claim lock; a change that may let a waiting pull claim notifies the queue, as the memory engine wakes its
-waiters.
+waiters. A row that holds nothing a claim or a getter reads any more goes on a timer
+(``forget_idle_groups``), as the memory engine drops an idle lane: the table follows the groups in use.
 """
 from __future__ import annotations
 
@@ -72,6 +73,17 @@ RETURNING true
 RESUME = f"UPDATE bunqueue_groups SET paused = false WHERE {_GROUP} AND paused RETURNING {_NOTIFY}"
 IS_PAUSED = f"SELECT paused FROM bunqueue_groups WHERE {_GROUP}"
 
+# Rows with no control, no deadline or window still open, and no ready or running job: only their turn is
+# left, and a lane that comes back without it waits behind the others by its jobs' seq all the same.
+FORGET_IDLE = f"""
+DELETE FROM bunqueue_groups g USING (SELECT {NOW_MS} AS now) clock
+WHERE g.namespace = $1 AND NOT g.paused AND g.concurrency IS NULL AND g.rate_max IS NULL
+  AND coalesce(g.limited_until, 0) <= clock.now
+  AND (g.window_start IS NULL OR g.window_start + g.window_duration <= clock.now)
+  AND NOT EXISTS (SELECT 1 FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.queue = g.queue
+                  AND j.group_id = g.group_id AND j.state IN ({READY}, {ACTIVE}))
+"""
+
 
 class GroupsFamily(Family):
     async def group_jobs_count(self, queue: str, group_id: str) -> int:
@@ -129,3 +141,6 @@ class GroupsFamily(Family):
 
     async def rate_limit_group(self, queue: str, group_id: str, duration: int) -> None:
         await self.pool.execute(LIMIT_FOR, self.namespace, queue, group_id, duration)
+
+    async def forget_idle_groups(self) -> None:
+        await self.pool.execute(FORGET_IDLE, self.namespace)

@@ -1,6 +1,7 @@
 """The group family on PostgreSQL, frame for frame against the memory engine: the group getters and
 controls, and grouped jobs pulled in lane order under pause, RateLimitGroup, group concurrency and rate
-limits; and a group concurrency that holds across two brokers pulling at once."""
+limits. Across two brokers: a group concurrency and a rate window that hold when both pull at once, and
+long-polls woken by a resume or a grouped push on the other broker. And idle group rows going."""
 from __future__ import annotations
 
 import threading
@@ -10,9 +11,16 @@ from typing import Any
 
 import pytest
 
+from bunqueue._core.groups import ONE_LANE, GroupClaim
+from bunqueue._core.jobs import JobFactory
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.postgres import PostgresServer
 from bunqueue._testbase.twins import Twins
+from bunqueue.config import Settings
+from bunqueue.storage.postgres.hotpath import HotPath
+from bunqueue.storage.postgres.migrations import migrate
+from bunqueue.storage.postgres.ops.groups import GroupsFamily
+from bunqueue.storage.postgres.pool import PostgresConfig, connect
 from tests.storage.postgres.ops.conftest import postgres_broker
 
 pytestmark = pytest.mark.usefixtures("postgres")
@@ -283,3 +291,37 @@ def test_a_grouped_push_on_another_broker_wakes_a_plain_long_poll(postgres: Post
     q = "g-push-wake"
     reply = _woken_pull(postgres, q, [], {"cmd": "PUSH", "queue": q, "name": "g1", "data": 1, "groupId": "G"})
     assert reply["job"]["name"] == "g1"
+
+
+async def test_group_rows_left_with_nothing_to_hold_are_forgotten(postgres_url: str) -> None:
+    config = PostgresConfig.from_settings(Settings(
+        postgres_url=postgres_url, broker_id="b", postgres_namespace="ns", postgres_pool_size=2))
+    conn = await connect(config)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    hot = await HotPath.open(config)
+    groups = GroupsFamily()
+    groups.pool, groups.namespace = hot.pool, "ns"
+    try:
+        factory, now = JobFactory(), time.time() * 1000
+        await hot.push_many([factory.build({"data": 1, "groupId": g}, "q", now, True) for g in ("A", "A", "F")])
+
+        async def run_one(claim: GroupClaim | None) -> None:
+            (job,), (token,) = await hot.claim("q", 1, "w", 60000, claim)
+            await hot.ack(job.id, token)
+
+        await run_one(None)  # A's first job: A keeps a ready one
+        await run_one(GroupClaim(0, 0, 0, ONE_LANE, "F"))  # F runs dry
+        await groups.pause_group("q", "C")
+        await groups.set_group_concurrency("q", "E", 2)
+        await groups.remove_group_concurrency("q", "E")
+        await hot.push(factory.build({"data": 1, "groupId": "D"}, "q", now, False))
+        await hot.claim("q", 1, "w", 60000, GroupClaim(0, 5, 60000, ONE_LANE, "D"))  # D opens a window
+        rows = "SELECT group_id FROM bunqueue_groups WHERE namespace = 'ns' ORDER BY 1"
+        assert [row[0] for row in await hot.pool.fetch(rows)] == ["A", "C", "D", "E", "F"]
+        await groups.forget_idle_groups()
+        assert [row[0] for row in await hot.pool.fetch(rows)] == ["A", "C", "D"]
+    finally:
+        await hot.close()
