@@ -65,7 +65,8 @@ class AwaitedJobs(Protocol):
     async def push_many_async(self, queue: str, items: Any, check_size: bool = False) -> list[str]: ...
 
     async def pull_async(
-        self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float
+        self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float,
+        claim: GroupClaim | None = None,
     ) -> tuple[list[Job], list[str] | None]: ...
 
     async def ack_async(self, job_id: Any, token: Any, result: Any, has_result: bool, remove: bool) -> Reply: ...

@@ -66,7 +66,7 @@ def handle_pull(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply 
     queue, _, timeout, owner, lock_ttl, claim = _pull_options(cmd, False)
     detach = flag_option(cmd, "detach") and owner is None
     if broker.awaits_jobs:
-        return _pull_awaited(cast(AwaitedJobs, broker), queue, session, owner, lock_ttl, timeout)
+        return _pull_awaited(cast(AwaitedJobs, broker), queue, session, owner, lock_ttl, timeout, claim)
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, 1, session, owner, lock_ttl, detach, claim)
     if not jobs and timeout > 0:
@@ -83,9 +83,10 @@ async def _pull_later(
 
 
 async def _pull_awaited(
-    jobs: AwaitedJobs, queue: str, session: Session, owner: str | None, lock_ttl: float, timeout: float
+    jobs: AwaitedJobs, queue: str, session: Session, owner: str | None, lock_ttl: float, timeout: float,
+    claim: GroupClaim | None,
 ) -> Reply:
-    pulled, tokens = await jobs.pull_async(queue, 1, session, owner, lock_ttl, timeout)
+    pulled, tokens = await jobs.pull_async(queue, 1, session, owner, lock_ttl, timeout, claim)
     return _pull_reply(pulled, tokens)
 
 
@@ -99,7 +100,7 @@ def _pull_reply(jobs: list[Job], tokens: list[str] | None) -> Reply:
 def handle_pullb(broker: Engine, cmd: dict[str, Any], session: Session) -> Reply | Awaitable[Reply]:
     queue, count, timeout, owner, lock_ttl, claim = _pull_options(cmd, True)
     if broker.awaits_jobs:
-        return _pullb_awaited(cast(AwaitedJobs, broker), queue, count, session, owner, lock_ttl, timeout)
+        return _pullb_awaited(cast(AwaitedJobs, broker), queue, count, session, owner, lock_ttl, timeout, claim)
     q = broker.queue(queue)
     jobs, tokens = broker.pull(q, count, session, owner, lock_ttl, False, claim)
     if not jobs and timeout > 0:
@@ -116,9 +117,10 @@ async def _pullb_later(
 
 
 async def _pullb_awaited(
-    jobs: AwaitedJobs, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout: float
+    jobs: AwaitedJobs, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout: float,
+    claim: GroupClaim | None,
 ) -> Reply:
-    pulled, tokens = await jobs.pull_async(queue, count, session, owner, lock_ttl, timeout)
+    pulled, tokens = await jobs.pull_async(queue, count, session, owner, lock_ttl, timeout, claim)
     return _pullb_reply(pulled, tokens)
 
 

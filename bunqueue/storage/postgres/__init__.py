@@ -40,7 +40,8 @@ Batching: one statement per kind of write, shared by concurrent requests
       rows (``bunqueue_jobs_active``), and the rate limit is the memory engine's token bucket kept in the
       row and spent by the same statement. Both are thus global across brokers. A broker learns that a
       queue has limits from the statement itself (an extra row with slot 0), so a queue without limits
-      costs one statement and no lock. Group limits likewise from ``bunqueue_groups``.
+      costs one statement and no lock. Grouped jobs have a claim of their own (``groupclaim``): lane order
+      and the group limits of ``bunqueue_groups``, under a per-queue advisory lock.
     - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
       AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
       AND j.state = ACTIVE RETURNING j.id, a.token``: a request missing from RETURNING is refused with the

@@ -29,6 +29,7 @@ from bunqueue.storage.postgres.ops.dedup import DedupFamily
 from bunqueue.storage.postgres.ops.dlq import DlqFamily
 from bunqueue.storage.postgres.ops.events import EventsFamily
 from bunqueue.storage.postgres.ops.flows import FlowFamily
+from bunqueue.storage.postgres.ops.groups import GroupsFamily
 from bunqueue.storage.postgres.ops.jobcontrol import JobControlFamily
 from bunqueue.storage.postgres.ops.limits import LimitsFamily
 from bunqueue.storage.postgres.ops.listing import ListingFamily
@@ -56,6 +57,8 @@ DUE_SWEEP_S = 0.05
 DLQ_MAINTENANCE_S = 1.0
 # How often this broker releases dependency edges a completion could not see (``dependencies``).
 DEPENDENCY_SWEEP_S = 1.0
+# How often group rows left with nothing to hold are dropped.
+IDLE_GROUPS_S = 60.0
 
 
 # The families before the job family, so that a family may take up the job family's hooks (FlowFamily's
@@ -67,6 +70,7 @@ class PostgresEngine(
     DlqFamily,
     EventsFamily,
     FlowFamily,
+    GroupsFamily,
     JobControlFamily,
     LimitsFamily,
     ListingFamily,
@@ -126,6 +130,7 @@ class PostgresEngine(
         self.every("crons", CRON_SWEEP_S, self.fire_due_crons)
         self.every("webhooks", WEBHOOK_REFRESH_S, self.refresh_webhooks)
         self.every("worker expiry", WORKER_SWEEP_S, self.remove_silent_workers)
+        self.every("idle groups", IDLE_GROUPS_S, self.forget_idle_groups)
 
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and

@@ -3,14 +3,16 @@
 Every kind of request goes through a ``Collector``: concurrent callers share one statement per flush
 (``statements``), so a burst of requests costs one round trip and one commit. Claims are collected per
 queue, as one claim statement serves one queue. Errors a caller can cause are ``CommandError`` with the
-memory engine's texts; the other requests of the same flush are not affected by them.
+memory engine's texts; the other requests of the same flush are not affected by them. The claim statement
+takes ungrouped jobs; grouped ones come from ``groupclaim`` (lane order and group limits), after them.
 
 An ack is one statement; a fail and a lease-expiry sweep are a read of the running rows (locked) and one
 write, as their outcome is decided in Python exactly as the memory engine decides it (``attempts``: backoff,
 failure history, timeline, the DLQ or removal, stalls). Due delayed jobs are claimed with the ready ones and
 promoted by ``promote_due``. Queue pause and limits are the claim statement's (see ``statements.CLAIM``). A
 push whose jobs depend on others parks them with their edges in the insert's transaction, and an ack
-releases what waited for it (``dependencies``).
+releases what waited for it (``dependencies``). Grouped jobs have a claim of their own (``groupclaim``),
+made for the slots the plain claim left empty.
 
 Not here yet, and kept for the engine around this: job timeouts and the stall detector's own timing (a
 lapsed lease is the only stall). Job events are told by the job family (``jobevents``) from what the
@@ -25,11 +27,12 @@ from typing import Any
 import asyncpg
 
 from bunqueue import errors
+from bunqueue._core.groups import NO_LANE, ONE_LANE, GroupClaim
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import dependencies, statements
+from bunqueue.storage.postgres import dependencies, groupclaim, statements
 from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
@@ -38,8 +41,12 @@ from bunqueue.storage.postgres.sessions import BrokerSession
 from bunqueue.storage.postgres.wakeups import Wakeups
 from bunqueue.storage.schema import pack
 
-# (count, owner, lock ttl in ms) of one pull.
-ClaimRequest = tuple[int, "str | None", int]
+# (count, owner, lock ttl in ms, whether slots no ungrouped job filled fall to the group lanes) of one pull.
+# A queue whose lanes held no ready job is looked at again for a plain pull after a wake-up for it, or after
+# this many poll intervals (the safety net for a lost notification); lanes held back, after one.
+LANES_EMPTY_POLLS = 20
+
+ClaimRequest = tuple[int, "str | None", int, bool]
 Claimed = tuple[list[Job], list[str]]
 # (job id, lease token, what the ack or fail carries: (packed result, remove) or (error, stack, final, remove)).
 SettleRequest = tuple[Any, Any, Any]
@@ -71,6 +78,9 @@ class HotPath:
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
         # Queues last seen with a concurrency or rate limit: claimed under the queue's lock.
         self.limited_queues: set[str] = set()
+        # Queues whose group lanes gave a plain pull nothing: (wake-up round of that look, loop time until
+        # which it holds). A plain claim that comes up short looks at them again only after either changes.
+        self._lanes_idle: dict[str, tuple[int, float]] = {}
 
     @classmethod
     async def open(cls, config: PostgresConfig, heartbeat_ms: int | None = None) -> HotPath:
@@ -167,22 +177,34 @@ class HotPath:
 
     # -- claim ---------------------------------------------------------------------------------------------
 
-    async def claim(self, queue: str, count: int, owner: str | None, lock_ttl_ms: int) -> Claimed:
-        """Up to ``count`` ready jobs of ``queue``, best first, each leased for ``lock_ttl_ms``; their tokens."""
+    async def claim(
+        self, queue: str, count: int, owner: str | None, lock_ttl_ms: int, claim: GroupClaim | None = None
+    ) -> Claimed:
+        """Up to ``count`` ready jobs of ``queue``, each leased for ``lock_ttl_ms``; their tokens. Ungrouped
+        jobs first, best first; then grouped ones as ``claim`` (a pull's ``group``) allows: its lanes and
+        its defaults, as the memory engine's ``QueueState.pop_ready``."""
+        ttl = int(lock_ttl_ms)
+        if claim is not None and claim.lanes == ONE_LANE:
+            return (await self._claim_groups(queue, [(count, owner, ttl, True)], claim))[0][0]
         collector = self._claims.get(queue)
         if collector is None:
             collector = self._claims[queue] = Collector(lambda requests: self._flush_claims(queue, requests))
-        return await collector.submit((count, owner, int(lock_ttl_ms)))
+        jobs, tokens = await collector.submit((count, owner, ttl, claim is None))
+        if claim is None or claim.lanes == NO_LANE or len(jobs) == count:
+            return jobs, tokens
+        more, more_tokens = (await self._claim_groups(queue, [(count - len(jobs), owner, ttl, True)], claim))[0][0]
+        return jobs + more, tokens + more_tokens
 
     async def claim_wait(
-        self, queue: str, count: int, owner: str | None, lock_ttl_ms: int, timeout_ms: float
+        self, queue: str, count: int, owner: str | None, lock_ttl_ms: int, timeout_ms: float,
+        claim: GroupClaim | None = None,
     ) -> Claimed:
         """A long-poll: claim, and while nothing is ready sleep until a wake-up or the poll interval."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         while True:
             woken = self.wakeups.waiter(queue)
-            claimed = await self.claim(queue, count, owner, lock_ttl_ms)
+            claimed = await self.claim(queue, count, owner, lock_ttl_ms, claim)
             left = deadline - loop.time()
             if claimed[0] or left <= 0:
                 self.wakeups.forget(queue, woken)
@@ -192,18 +214,21 @@ class HotPath:
     async def _flush_claims(self, queue: str, requests: list[ClaimRequest]) -> list[Claimed]:
         if not self.session.valid:
             return [([], []) for _ in requests]
-        owners: list[str | None] = []
-        ttls: list[int] = []
-        for count, owner, ttl in requests:
-            owners.extend([owner] * count)
-            ttls.extend([ttl] * count)
+        owners, ttls = _slots(requests)
         rows = await self._claim_rows(queue, owners, ttls)
-        out: list[Claimed] = []
-        at = 0
-        for count, _owner, _ttl in requests:
-            taken = rows[at:at + count]
-            at += count
-            out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
+        out = _hand_out(rows, requests)
+        short = [i for i, request in enumerate(requests) if request[3] and len(out[i][0]) < request[0]]
+        if short and self._lanes_may_give(queue):
+            rest = [(requests[i][0] - len(out[i][0]), *requests[i][1:]) for i in short]
+            round_before = self.wakeups.rounds.get(queue, 0)
+            more, lanes_ready = await self._claim_groups(queue, rest, None)
+            if not any(jobs for jobs, _tokens in more):
+                polls = 1 if lanes_ready else LANES_EMPTY_POLLS
+                until = asyncio.get_running_loop().time() + polls * self.poll_interval_s
+                self._lanes_idle[queue] = (round_before, until)
+            for i, (jobs, tokens) in zip(short, more):
+                out[i][0].extend(jobs)
+                out[i][1].extend(tokens)
         return out
 
     async def _claim_rows(self, queue: str, owners: list[str | None], ttls: list[int]) -> list[asyncpg.Record]:
@@ -227,6 +252,38 @@ class HotPath:
                 return rows[1:]
             self.limited_queues.add(queue)
             limited = True
+
+    def _lanes_may_give(self, queue: str) -> bool:
+        """False while the queue's lanes gave nothing and neither a wake-up nor their time has come since."""
+        idle = self._lanes_idle.get(queue)
+        if idle is None:
+            return True
+        round_then, until = idle
+        if round_then == self.wakeups.rounds.get(queue, 0) and asyncio.get_running_loop().time() < until:
+            return False
+        del self._lanes_idle[queue]
+        return True
+
+    async def _claim_groups(
+        self, queue: str, requests: list[ClaimRequest], claim: GroupClaim | None
+    ) -> tuple[list[Claimed], bool]:
+        """Grouped jobs for ``requests`` under ``claim``'s defaults (``groupclaim``), in one transaction that
+        holds the queue's group claim lock; and whether any group had ready jobs."""
+        if not self.session.valid:
+            return [([], []) for _ in requests], True
+        owners, ttls = _slots(requests)
+        concurrency, limit_max, limit_duration, affinity = (
+            (0, 0, 0, None) if claim is None
+            else (claim.concurrency, claim.limit_max, claim.limit_duration, claim.affinity)
+        )
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(groupclaim.LOCK, self.namespace, queue)
+            rows = await conn.fetch(
+                groupclaim.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls,
+                concurrency, limit_max, limit_duration, affinity,
+            )
+        taken = [row for row in rows if row[0] != 0]
+        return _hand_out(taken, requests), len(taken) < len(rows)
 
     # -- ack, fail -----------------------------------------------------------------------------------------
 
@@ -405,6 +462,29 @@ def _answers(
             ids.append(answer)
         at += len(jobs)
         out.append(PushLost(f"job {lost} was not admitted") if lost is not None else ids)
+    return out
+
+
+def _slots(requests: list[ClaimRequest]) -> tuple[list[str | None], list[int]]:
+    """The claim statements' per-slot arrays: each pull's owner and lock ttl, once per job it asks for."""
+    owners: list[str | None] = []
+    ttls: list[int] = []
+    for count, owner, ttl, _falls in requests:
+        owners.extend([owner] * count)
+        ttls.extend([ttl] * count)
+    return owners, ttls
+
+
+def _hand_out(rows: list[asyncpg.Record], requests: list[ClaimRequest]) -> list[Claimed]:
+    """Each pull its run of slots, in arrival order. Slots run 1..len(rows) with no gap: the k-th job
+    taken is slot k."""
+    rows.sort(key=lambda row: row[0])
+    out: list[Claimed] = []
+    at = 0
+    for request in requests:
+        taken = rows[at:at + request[0]]
+        at += request[0]
+        out.append(([claimed_job(row) for row in taken], [row[2] for row in taken]))
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.admission import build_batch
+from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
@@ -62,13 +63,14 @@ class PostgresJobs:
         return ids
 
     async def pull_async(
-        self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float
+        self, queue: str, count: int, session: Session, owner: str | None, lock_ttl: float, timeout_ms: float,
+        claim: GroupClaim | None = None,
     ) -> tuple[list[Job], list[str] | None]:
         ttl = int(lock_ttl)
         if timeout_ms > 0:
-            jobs, tokens = await self.hot.claim_wait(queue, count, owner, ttl, timeout_ms)
+            jobs, tokens = await self.hot.claim_wait(queue, count, owner, ttl, timeout_ms, claim)
         else:
-            jobs, tokens = await self.hot.claim(queue, count, owner, ttl)
+            jobs, tokens = await self.hot.claim(queue, count, owner, ttl, claim)
         self.job_events.pulled(queue, jobs)
         # A pull that names no owner holds no tokens (its jobs' leases only lapse), as in memory.
         return jobs, tokens if owner is not None else None

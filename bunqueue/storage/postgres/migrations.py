@@ -86,9 +86,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (namespace, id),
             CHECK (state IN ({", ".join(str(code) for code in _STATES)}))
         )""",
-        # The claim: SELECT ... WHERE state = READY ORDER BY these columns FOR UPDATE SKIP LOCKED.
+        # The claim: SELECT ... WHERE state = READY ORDER BY these columns FOR UPDATE SKIP LOCKED. Grouped
+        # jobs are the group claim's, over the two indexes below.
         f"""CREATE INDEX bunqueue_jobs_claim ON bunqueue_jobs
-            (namespace, queue, priority DESC, lifo_rank, run_at, seq) WHERE state = {states.READY}""",
+            (namespace, queue, priority DESC, lifo_rank, run_at, seq)
+            WHERE state = {states.READY} AND group_id IS NULL""",
         # A queue's jobs by state: the counts, GetJobs and the listings read this range, never the namespace.
         "CREATE INDEX bunqueue_jobs_queue_state ON bunqueue_jobs (namespace, queue, state)",
         # Delayed jobs coming due, across queues.
@@ -103,6 +105,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # Group concurrency counts the group's running jobs.
         f"""CREATE INDEX bunqueue_jobs_group_active ON bunqueue_jobs (namespace, queue, group_id)
             WHERE state = {states.ACTIVE} AND group_id IS NOT NULL""",
+        # The group claim: a group's ready jobs in its own order (lower priority first, then admission), and
+        # each group with ready jobs with its oldest one (a skip scan, one probe per group).
+        f"""CREATE INDEX bunqueue_jobs_group_ready ON bunqueue_jobs (namespace, queue, group_id, priority, seq)
+            WHERE state = {states.READY} AND group_id IS NOT NULL""",
+        f"""CREATE INDEX bunqueue_jobs_group_heads ON bunqueue_jobs (namespace, queue, group_id, seq)
+            WHERE state = {states.READY} AND group_id IS NOT NULL""",
         # Trimming to max_completed_jobs and listing finished jobs newest first.
         f"""CREATE INDEX bunqueue_jobs_finished ON bunqueue_jobs (namespace, queue, state, completed_at)
             WHERE state IN ({states.COMPLETED}, {states.FAILED})""",
@@ -192,16 +200,23 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             stall_config bytea,
             PRIMARY KEY (namespace, queue)
         )""",
+        # A group's controls (PauseGroup, SetGroupConcurrency, SetGroupRateLimit), its runtime limits shared
+        # by every broker (RateLimitGroup's deadline, the open rate window) and its turn in the rotation
+        # (``served``: when a claim last took from it; see statements.GROUP_CLAIM).
         """CREATE TABLE bunqueue_groups (
             namespace text NOT NULL,
             queue text NOT NULL,
             group_id text NOT NULL,
             paused boolean NOT NULL DEFAULT false,
-            concurrency integer,
-            rate_max integer,
-            rate_window_ms integer,
-            rate_window_start bigint,
-            rate_window_count integer NOT NULL DEFAULT 0,
+            concurrency bigint,
+            rate_max bigint,
+            rate_duration bigint,
+            limited_until bigint,
+            window_max bigint,
+            window_duration bigint,
+            window_start bigint,
+            window_count bigint NOT NULL DEFAULT 0,
+            served bigint,
             PRIMARY KEY (namespace, queue, group_id)
         )""",
         # A cron fires once across brokers: the broker that moves next_run_at from the value it read fires it.

@@ -144,6 +144,7 @@ _SESSION_HOLDS = """EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
 # meanwhile fails the re-checked state and is skipped too. The queue's controls (``_ROOM``, ``_SPENT``)
 # bound the LIMIT; a row with slot 0 says the queue's limits came or went (see ``_ROOM``). A pull without an
 # owner leases its jobs with no token, as in memory: its ACK needs none.
+# Grouped jobs are the group claim's (``groupclaim.CLAIM``): this statement leaves them alone.
 CLAIM = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 {_ROOM},
@@ -151,7 +152,7 @@ picked AS (
     SELECT id, row_number() OVER (ORDER BY {_CLAIM_ORDER}) AS slot FROM (
         SELECT * FROM (
             SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
-            WHERE namespace = $1 AND queue = $2 AND state = {READY} AND {_SESSION_HOLDS}
+            WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id IS NULL AND {_SESSION_HOLDS}
             ORDER BY {_CLAIM_ORDER}
             LIMIT (SELECT n FROM room)
             FOR UPDATE SKIP LOCKED
@@ -160,7 +161,7 @@ picked AS (
         SELECT * FROM (
             SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
             WHERE namespace = $1 AND state = {DELAYED} AND run_at <= (SELECT now FROM clock) AND queue = $2
-              AND {_SESSION_HOLDS}
+              AND group_id IS NULL AND {_SESSION_HOLDS}
             ORDER BY run_at
             LIMIT (SELECT n FROM room)
             FOR UPDATE SKIP LOCKED

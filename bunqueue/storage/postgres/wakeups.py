@@ -41,6 +41,8 @@ class Wakeups:
         self.received = 0
         # Where event notifications (any namespace's) go; set by the engine.
         self.on_events: Callable[[str], None] | None = None
+        # Wake-ups per queue so far: a reading taken before a claim tells whether work came since.
+        self.rounds: dict[str, int] = {}
 
     async def listen(self, connect: Connect) -> None:
         """Open a connection with ``connect`` (dedicated: a LISTEN holds it) and wake waiters from its
@@ -120,6 +122,7 @@ class Wakeups:
 
     def wake(self, queue: str) -> None:
         """Every waiter of ``queue`` claims again."""
+        self.rounds[queue] = self.rounds.get(queue, 0) + 1
         waiters = self._waiters.pop(queue, None)
         if waiters:
             for future in waiters:

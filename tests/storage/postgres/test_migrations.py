@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 
 from bunqueue.broker import states
+from bunqueue.storage.postgres import groupclaim
 from bunqueue.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, current_version, migrate
 
 TABLES = {
@@ -52,18 +53,32 @@ async def test_the_claim_index_is_partial_on_ready_and_in_claim_order(postgres_u
         await migrate(conn)
         definition = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'bunqueue_jobs_claim'")
         assert "(namespace, queue, priority DESC, lifo_rank, run_at, seq)" in definition
-        assert f"WHERE (state = {states.READY})" in definition
+        assert f"WHERE ((state = {states.READY}) AND (group_id IS NULL))" in definition
         # The claim reads the index in order and locks as it goes: no sort, no scan of other states.
         await conn.execute("SET enable_seqscan = off")
         plan = "\n".join(
             row[0] for row in await conn.fetch(
                 f"""EXPLAIN SELECT id FROM bunqueue_jobs WHERE namespace = 'n' AND queue = 'q'
-                    AND state = {states.READY} ORDER BY priority DESC, lifo_rank, run_at, seq
+                    AND state = {states.READY} AND group_id IS NULL ORDER BY priority DESC, lifo_rank, run_at, seq
                     LIMIT 10 FOR UPDATE SKIP LOCKED"""
             )
         )
         assert "bunqueue_jobs_claim" in plan
         assert "Sort" not in plan
+    finally:
+        await conn.close()
+
+
+async def test_the_group_claim_probes_each_group_and_reads_lanes_in_order(postgres_url: str) -> None:
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        await migrate(conn)
+        await conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(row[0] for row in await conn.fetch(
+            "EXPLAIN " + groupclaim.CLAIM, "n", "q", "b", 1, ["w"] * 10, [1000] * 10, 0, 0, 0, None))
+        # Groups by a skip scan of the heads index, each lane's jobs from the lane index: no scan of the jobs.
+        assert "bunqueue_jobs_group_heads" in plan and "bunqueue_jobs_group_ready" in plan
+        assert "Seq Scan on bunqueue_jobs" not in plan
     finally:
         await conn.close()
 
