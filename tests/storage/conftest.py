@@ -28,12 +28,17 @@ def postgres() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 async def postgres_url(postgres: PostgresServer) -> AsyncIterator[str]:
-    """A URL to a database of its own, empty, dropped after the test."""
+    """A URL to a database of its own, empty, dropped after the test (over a connection of its own: the test
+    may have restarted the server)."""
     name = f"t_{uuid.uuid4().hex[:16]}"
     admin = await asyncpg.connect(postgres.url())
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
-        yield postgres.url(name)
+    finally:
+        await admin.close()
+    yield postgres.url(name)
+    admin = await asyncpg.connect(postgres.url())
+    try:
         await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     finally:
         await admin.close()
