@@ -75,7 +75,7 @@ class Answers:
 
     def health_of(self, storage: Doc) -> tuple[Doc, int]:
         """The /health answer, given the storage status."""
-        degraded = bool(storage.get("diskFull"))
+        degraded = _unhealthy(storage)
         t = self.totals()
         queues = {"waiting": t.waiting, "active": t.active, "delayed": t.delayed, "completed": t.completed,
                   "dlq": t.dlq}
@@ -91,7 +91,7 @@ class Answers:
 
     async def ready(self) -> tuple[Doc, int]:
         storage = await self.storage()
-        ready = not storage.get("diskFull")
+        ready = not _unhealthy(storage)
         doc: Doc = {"ok": ready, "ready": ready}
         if not ready:
             doc["storage"] = storage
@@ -205,3 +205,8 @@ class Answers:
     async def dlq_stats(self, params: dict[str, str], query: Query) -> tuple[Doc, int]:
         reply = await self.execute({"cmd": "GetDlqStats", "queue": params["q"]})
         return {"ok": bool(reply.get("ok")), "stats": (reply.get("data") or {}).get("stats")}, 200
+
+
+def _unhealthy(storage: Doc) -> bool:
+    """A full disk, or a database the broker cannot reach (PostgreSQL mode)."""
+    return bool(storage.get("diskFull")) or storage.get("reachable") is False

@@ -21,13 +21,12 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any
 
-import asyncpg
-
 from bunqueue import errors
 from bunqueue.broker.session import Session
 from bunqueue.commands import HANDLERS, Handler
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.blocking import BlockingEngine
+from bunqueue.storage.postgres.pool import UNREACHABLE, reason
 
 Reply = dict[str, Any]
 
@@ -38,9 +37,6 @@ COLLECTED = frozenset({"PUSH", "PUSHB", "ACK", "ACKB", "FAIL"})
 LOCAL = frozenset({"Hello", "Ping", "Auth"})
 # Handler threads: a command holds one for its round trips only (a long wait gives it back).
 THREADS = 32
-# What a lost or refused database connection raises, through asyncpg or the socket.
-UNREACHABLE = (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-               asyncpg.CannotConnectNowError, asyncpg.QueryCanceledError)
 
 
 class CommandOrder:
@@ -105,16 +101,9 @@ async def _in_order(
     except TimeoutError:
         raise CommandError(errors.storage_timeout(limit_s)) from None
     except UNREACHABLE as exc:
-        raise CommandError(errors.storage_unavailable(_reason(exc))) from None
+        raise CommandError(errors.storage_unavailable(reason(exc))) from None
     finally:
         done.set_result(None)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def build_handlers(

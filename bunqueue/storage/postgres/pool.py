@@ -18,6 +18,9 @@ CONNECT_TIMEOUT_S = 10.0
 MIN_POOL_SIZE = 2
 MIN_LEASE_DURATION_MS = 1000
 MIN_POLL_INTERVAL_MS = 25
+# What a lost, refused or too slow database connection raises, through asyncpg or the socket.
+UNREACHABLE = (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+               asyncpg.CannotConnectNowError, asyncpg.QueryCanceledError)
 
 
 @dataclass(frozen=True)

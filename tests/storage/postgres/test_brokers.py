@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import os
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -151,12 +153,16 @@ async def test_postgres_away_twice_under_load_loses_and_doubles_nothing(
         conns = [await connect(*server.addr) for server in servers for _ in range(3)]
         tasks = [asyncio.create_task(load.pusher(conns[0], "a")), asyncio.create_task(load.pusher(conns[3], "b"))]
         tasks += [asyncio.create_task(load.worker(conn)) for conn in (conns[1], conns[2], conns[4], conns[5])]
+        health = []
         for _ in range(2):
             await asyncio.sleep(1.5)
             postgres.halt()
-            await asyncio.sleep(3)
+            await asyncio.sleep(1)
+            health.append(await asyncio.to_thread(_health, servers[1]))
+            await asyncio.sleep(2)
             postgres.resume()
         await asyncio.sleep(1.5)
+        health.append(await asyncio.to_thread(_health, servers[1]))
         load.stop.set()
         await asyncio.gather(*tasks)
         assert all(server.proc is not None and server.proc.poll() is None for server in servers)
@@ -176,6 +182,16 @@ async def test_postgres_away_twice_under_load_loses_and_doubles_nothing(
     assert [job_id for job_id, state in states.items() if state != "completed"] == []
     assert [job_id for job_id, count in load.acked.items() if count > 1] == []
     assert load.slowest < COMMAND_LIMIT_S
+    # The health probe says so while the database is away, and recovers with it.
+    assert health == [503, 503, 200]
+
+
+def _health(server: ServerProcess) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}/health", timeout=COMMAND_LIMIT_S) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
 
 
 pytestmark = pytest.mark.usefixtures("postgres")
