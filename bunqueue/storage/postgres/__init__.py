@@ -114,14 +114,19 @@ How the command layer awaits the hot path
       only. ``tests/storage/postgres/test_jobfamily.py`` runs the same frames through the real runner on
       both engines and compares the replies field by field.
 
+The engine and the server
+    ``engine.PostgresEngine`` is one mixin per command family (``ops/``, named as ``broker/ops``), the job
+    family (``PostgresJobs``) last so that a family may take up its hooks. ``server/postgres.py`` builds it
+    after the start-up checks; ``dispatch`` serves the one command table with it: the job family awaited on
+    the loop, every other handler in a worker thread against ``blocking.BlockingEngine``, each connection's
+    commands in order, and a database that cannot be reached answered ``Storage unavailable: <why>`` within
+    the command's limit. A closed connection keeps its leases (a worker may reconnect to any broker).
+
 What is next
-    - The engine: the memory ``Broker``'s components as the cache for everything but the job family,
-      ``awaits_jobs`` True, ``PostgresJobs`` bound in; then ``server/app.py`` builds it and the refusal at
-      start goes.
-    - What ``hotpath`` leaves out, each answered as the memory engine answers it: repeats at push and job
-      events.
     - Awaited commands are not sampled into the latency histograms (``run_timed`` times ready replies only).
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare
       ``asyncio.Future`` instead of wrapping it in a task.
+    - Wake-ups for pulls held back by a queue or group limit come with the poll, not with the ACK that frees
+      the slot; a group claim reads the queue's pause but not yet its concurrency and rate limits.
 """

@@ -90,6 +90,8 @@ taken AS (
     WHERE j.namespace = $1 AND j.id IN (SELECT id FROM picks) AND j.state = {READY}
       AND EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
                   WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)
+      -- A paused queue gives nothing, its grouped jobs included.
+      AND NOT EXISTS (SELECT 1 FROM bunqueue_queues q WHERE q.namespace = $1 AND q.queue = $2 AND q.paused)
     FOR UPDATE OF j SKIP LOCKED
 ),
 ordered AS (

@@ -325,3 +325,11 @@ async def test_group_rows_left_with_nothing_to_hold_are_forgotten(postgres_url: 
         assert [row[0] for row in await hot.pool.fetch(rows)] == ["A", "C", "D"]
     finally:
         await hot.close()
+
+
+def test_a_paused_queue_gives_none_of_its_grouped_jobs(twins: Twins) -> None:
+    twins.same({"cmd": "PUSH", "queue": "g-paused", "data": 1, "groupId": "a"})
+    twins.same({"cmd": "Pause", "queue": "g-paused"})
+    assert twins.same({"cmd": "PULL", "queue": "g-paused", "owner": "w"})["job"] is None
+    twins.same({"cmd": "Resume", "queue": "g-paused"})
+    assert twins.same({"cmd": "PULL", "queue": "g-paused", "owner": "w"})["job"] is not None
