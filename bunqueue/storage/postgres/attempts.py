@@ -65,6 +65,10 @@ def stall_config(packed: bytes | None) -> dict[str, Any]:
     return DEFAULT_STALL_CONFIG if packed is None else unpack(packed)
 
 
+# A lapsed lease as its ``stalled`` event tells it: (queue, job id, stall count, to the DLQ).
+Stall = tuple[str, str, int, bool]
+
+
 class Losses:
     """The outcome of a batch of lost attempts, column by column, in ``statements.LOSE``'s order."""
 
@@ -88,6 +92,8 @@ class Losses:
         self.dlq_filed: dict[str, int] = {}
         self.dlq_limits: dict[str, int] = {}
         self.removed: list[str] = []
+        # The lapsed leases told as ``stalled`` events (a cron's job is deleted untold, as in memory).
+        self.stalled: list[Stall] = []
 
     def arrays(self) -> tuple[list[Any], ...]:
         return (
@@ -129,7 +135,9 @@ class Losses:
         job.stall_count += 1
         attempts_out = job.attempts >= job.max_attempts
         job.last_heartbeat = lost.now
-        if attempts_out or (lost.max_stalls > 0 and job.stall_count >= lost.max_stalls):
+        to_dlq = attempts_out or (lost.max_stalls > 0 and job.stall_count >= lost.max_stalls)
+        self.stalled.append((job.queue, job.id, job.stall_count, to_dlq))
+        if to_dlq:
             reason = "max_attempts_exceeded" if attempts_out else "stalled"
             job.started_at = math.nan
             self._terminal(lost, reason, stall_error(job, LEASE_EXPIRED, attempts_out), False)

@@ -13,6 +13,7 @@ from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components import eventhub
 from bunqueue.monitoring.counters import Counters
+from bunqueue.storage.postgres.attempts import Stall
 from bunqueue.storage.schema import unpack
 
 # publish(queue, event type, job id, **fields)
@@ -78,3 +79,10 @@ class JobEvents:
         self.publish(queue, eventhub.FAILED, job_id, **fields)
         if not terminal:
             self.publish(queue, eventhub.RETRIED, job_id, prev=eventhub.FAILED)
+
+    def stalled(self, stalls: list[Stall]) -> None:
+        """Lapsed leases, with what became of each job, as the memory engine says it (``EventHub.stalled``)."""
+        for queue, job_id, stall_count, to_dlq in stalls:
+            self.counters.on_event(queue)
+            action = "move_to_dlq" if to_dlq else "retry"
+            self.publish(queue, eventhub.STALLED, job_id, data={"stallCount": stall_count, "action": action})

@@ -23,6 +23,7 @@ from bunqueue.broker.ops.jobs import finalized
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
+from bunqueue.storage.postgres.attempts import Stall
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
 from bunqueue.storage.postgres.jobevents import JobEvents
 
@@ -91,6 +92,13 @@ class PostgresJobs:
         if state == states.FAILED:
             await self.failed_for_good(job_id, error)
         return {"ok": True}
+
+    async def expire_leases(self) -> None:
+        """The lease-expiry timer: lapsed leases lose their attempts, each told as a ``stalled`` event."""
+        stalled: list[Stall] = []
+        await self.hot.expire_leases(stalled)
+        if stalled:
+            self.job_events.stalled(stalled)
 
     async def failed_for_good(self, job_id: str, error: Any) -> None:
         """``job_id`` failed terminally: the engine's flow family applies a child's policy to its parent
