@@ -179,3 +179,81 @@ def test_a_burst_crosses_in_order_and_an_event_too_large_for_a_notification_gets
     finally:
         subscriber.close()
         worker.close()
+
+
+def controlled(server: ServerProcess, queue: str) -> list[dict[str, Any]]:
+    """Every event a subscriber of ``queue`` hears while the other families' commands move jobs: Progress,
+    MoveToDelayed, Cancel, ChangePriority and Promote (no job event), Pause and Resume, and a lease that
+    lapses; then nothing more."""
+    subscriber, worker = RawClient(server.addr), RawClient(server.addr)
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": queue}) == {"ok": True}
+        moved = worker.ok({"cmd": "PUSH", "queue": queue, "data": {"n": 1}})["id"]
+        pulled = worker.ok({"cmd": "PULL", "queue": queue, "owner": "w", "lockTtl": 60_000})
+        worker.ok({"cmd": "Progress", "id": moved, "progress": 40, "message": "half"})
+        worker.ok({"cmd": "MoveToDelayed", "id": moved, "delay": 60_000, "token": pulled["token"]})
+        worker.ok({"cmd": "Cancel", "id": moved})
+        lapsing = worker.ok({"cmd": "PUSH", "queue": queue, "data": 2, "delay": 60_000})["id"]
+        worker.ok({"cmd": "ChangePriority", "id": lapsing, "priority": 5})
+        worker.ok({"cmd": "Promote", "id": lapsing})
+        worker.ok({"cmd": "Pause", "queue": queue})
+        worker.ok({"cmd": "Resume", "queue": queue})
+        worker.ok({"cmd": "PULL", "queue": queue, "owner": "w", "lockTtl": 100})
+        events = [subscriber.recv() for _ in range(10)]
+        assert subscriber.call({"cmd": "Ping"})["data"]["pong"] is True
+        return events
+    finally:
+        subscriber.close()
+        worker.close()
+
+
+def test_the_other_families_events_have_the_memory_engines_shapes(
+    server: ServerProcess, pg_server: ServerProcess,
+) -> None:
+    memory = controlled(server, "ev-controls")
+    postgres = controlled(pg_server, "ev-controls")
+    assert [e["event"]["eventType"] for e in postgres] == [
+        "pushed", "pulled", "progress", "delayed", "removed", "pushed", "paused", "resumed", "pulled", "stalled",
+    ]
+    events = {e["event"]["eventType"]: e["event"] for e in postgres}
+    assert (events["progress"]["progress"], events["progress"]["data"]) == (40, {"progress": 40, "message": "half"})
+    assert (events["delayed"]["delay"], events["removed"]["prev"]) == (60_000, "delayed")
+    assert (events["paused"]["jobId"], events["resumed"]["jobId"]) == ("", "")
+    assert events["stalled"]["data"] == {"stallCount": 1, "action": "retry"}
+    assert Names()(postgres) == Names()(memory)
+
+
+def test_the_other_families_events_committed_on_one_broker_reach_the_other(
+    brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = brokers
+    subscriber, worker = RawClient(b.addr), RawClient(a.addr)
+    try:
+        assert subscriber.call({"cmd": "SubscribeEvents", "queue": "ev-moves"}) == {"ok": True}
+        job_id = worker.ok({"cmd": "PUSH", "queue": "ev-moves", "data": 1})["id"]
+        pulled = worker.ok({"cmd": "PULL", "queue": "ev-moves", "owner": "w", "lockTtl": 60_000})
+        worker.ok({"cmd": "Progress", "id": job_id, "progress": 70})
+        worker.ok({"cmd": "MoveToDelayed", "id": job_id, "delay": 5_000, "token": pulled["token"]})
+        worker.ok({"cmd": "Cancel", "id": job_id})
+        worker.ok({"cmd": "Pause", "queue": "ev-moves"})
+        events = [subscriber.recv()["event"] for _ in range(6)]
+        told = [{k: v for k, v in event.items() if k != "timestamp"} for event in events]
+        assert told == [
+            {"eventType": "pushed", "queue": "ev-moves", "jobId": job_id},
+            {"eventType": "pulled", "queue": "ev-moves", "jobId": job_id},
+            {"eventType": "progress", "queue": "ev-moves", "jobId": job_id, "progress": 70,
+             "data": {"progress": 70, "message": None}},
+            {"eventType": "delayed", "queue": "ev-moves", "jobId": job_id, "delay": 5_000},
+            {"eventType": "removed", "queue": "ev-moves", "jobId": job_id, "prev": "delayed"},
+            {"eventType": "paused", "queue": "ev-moves", "jobId": ""},
+        ]
+        # A lease that lapses is told by whichever broker's sweep took it, and heard on B either way.
+        worker.ok({"cmd": "Resume", "queue": "ev-moves"})
+        lapsing = worker.ok({"cmd": "PUSH", "queue": "ev-moves", "data": 2, "maxAttempts": 1})["id"]
+        worker.ok({"cmd": "PULL", "queue": "ev-moves", "owner": "w", "lockTtl": 100})
+        kinds = [subscriber.recv()["event"] for _ in range(4)]
+        assert [e["eventType"] for e in kinds] == ["resumed", "pushed", "pulled", "stalled"]
+        assert (kinds[3]["jobId"], kinds[3]["data"]) == (lapsing, {"stallCount": 1, "action": "move_to_dlq"})
+    finally:
+        subscriber.close()
+        worker.close()
