@@ -94,7 +94,7 @@ class PostgresEngine(
         self.counters = Counters()
         self.counters.max_prometheus_queues = settings.metrics_max_queues
         PostgresJobs.__init__(
-            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events.queue_created)
+            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events)
         )
         self.pool = hot.pool
         self.namespace = hot.namespace

@@ -88,7 +88,7 @@ class PostgresJobs:
         if outcome is LATE:
             return finalized()
         state, queue, record = outcome
-        self.job_events.failed(queue, job_id, record, error, state not in (states.READY, states.DELAYED))
+        self.job_events.failed(queue, job_id, record, error, state)
         if state == states.FAILED:
             await self.failed_for_good(job_id, error)
         return {"ok": True}

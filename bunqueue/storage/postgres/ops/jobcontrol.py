@@ -264,7 +264,7 @@ class JobControlFamily(Family):
     async def _retry_failed(self, job_id: str, now: float) -> None:
         """A failed job goes back through its DLQ entry (the DLQ family's); refused without one."""
         entry = await self.dlq_entry(job_id)  # type: ignore[attr-defined]
-        if entry is None or not await self.retry_dlq_entries([entry], now, job_id):  # type: ignore[attr-defined]
+        if entry is None or not await self.restart_dlq_entries([entry], now):  # type: ignore[attr-defined]
             raise CommandError(errors.FAILED_NOT_IN_DLQ)
 
 
