@@ -29,6 +29,7 @@ from bunqueue.broker.ops.flows import DETACHABLE, data_field, with_children, wit
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import dependencies, flowsql
 from bunqueue.storage.postgres.flowrows import adopt, job_of_row, pending_of, read_job, read_jobs, save_jobs
+from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.jobrows import PushColumns
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import pack, unpack
@@ -37,6 +38,7 @@ from bunqueue.storage.schema import pack, unpack
 class FlowFamily(Family):
     factory: JobFactory
     events: EventHub
+    job_events: JobEvents
     # ``EventsFamily.publish``: publish(queue, event type, job id, **fields).
     publish: Callable[..., None]
 
@@ -92,7 +94,10 @@ class FlowFamily(Family):
         return None
 
     def publish_graph(self, jobs: list[Job]) -> None:
-        """The graph is visible since its commit; only this broker's listeners are told."""
+        """The graph is visible since its commit: each member is told pushed, as in memory, to every broker's
+        listeners; flow:pushed to this broker's streams."""
+        for job in jobs:
+            self.job_events.pushed([job], [job.id])
         # No name Subscribe takes, as in the original: `*` and `flow:*` streams get it.
         if jobs and self.events.notices:
             self.events.notify(eventnames.FLOW_PUSHED, {"jobs": len(jobs), "queues": len({job.queue for job in jobs})})
