@@ -65,6 +65,11 @@ def stall_config(packed: bytes | None) -> dict[str, Any]:
     return DEFAULT_STALL_CONFIG if packed is None else unpack(packed)
 
 
+# A lapsed lease as its events tell it: (queue, job id, stall count, to the DLQ, the reason it was filed in
+# the DLQ with or None when it was not filed: removeOnFail deleted it, or it went back to its queue).
+Stall = tuple[str, str, int, bool, str | None]
+
+
 class Losses:
     """The outcome of a batch of lost attempts, column by column, in ``statements.LOSE``'s order."""
 
@@ -88,6 +93,8 @@ class Losses:
         self.dlq_filed: dict[str, int] = {}
         self.dlq_limits: dict[str, int] = {}
         self.removed: list[str] = []
+        # The lapsed leases told as ``stalled`` events (a cron's job is deleted untold, as in memory).
+        self.stalled: list[Stall] = []
 
     def arrays(self) -> tuple[list[Any], ...]:
         return (
@@ -132,8 +139,10 @@ class Losses:
         if attempts_out or (lost.max_stalls > 0 and job.stall_count >= lost.max_stalls):
             reason = "max_attempts_exceeded" if attempts_out else "stalled"
             job.started_at = math.nan
-            self._terminal(lost, reason, stall_error(job, LEASE_EXPIRED, attempts_out), False)
+            filed = self._terminal(lost, reason, stall_error(job, LEASE_EXPIRED, attempts_out), False)
+            self.stalled.append((job.queue, job.id, job.stall_count, True, reason if filed else None))
         else:
+            self.stalled.append((job.queue, job.id, job.stall_count, False, None))
             _record_failure(lost, "stalled", errors.LOCK_EXPIRED)
             job.started_at = math.nan
             self._requeued(lost, job.run_at)
@@ -144,11 +153,12 @@ class Losses:
         job.state = states.DELAYED if run_at > lost.now else states.READY
         self._keep(job, lost.history)
 
-    def _terminal(self, lost: Lost, reason: str, error: Any, remove: bool) -> None:
+    def _terminal(self, lost: Lost, reason: str, error: Any, remove: bool) -> bool:
+        """The job failed for good: filed in its queue's DLQ (True), or deleted."""
         job, now = lost.job, lost.now
         if remove or job.remove_on_fail:
             self.removed.append(job.id)
-            return
+            return False
         job.state = states.FAILED
         generation = lost.generation if lost.generation is not None else first_generation(lost.dlq_config, now)
         entry = filed_entry(job, reason, error, lost.history, generation)
@@ -161,6 +171,7 @@ class Losses:
         self.dlq_filed[job.queue] = self.dlq_filed.get(job.queue, 0) + 1
         self.dlq_limits[job.queue] = int(lost.dlq_config["maxEntries"])
         self._keep(job, [])
+        return True
 
     def _keep(self, job: Job, history: list[dict[str, Any]]) -> None:
         self.ids.append(job.id)

@@ -94,7 +94,7 @@ class PostgresEngine(
         self.counters = Counters()
         self.counters.max_prometheus_queues = settings.metrics_max_queues
         PostgresJobs.__init__(
-            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events.queue_created)
+            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events)
         )
         self.pool = hot.pool
         self.namespace = hot.namespace
@@ -124,7 +124,7 @@ class PostgresEngine(
 
     def start(self) -> None:
         self.every("dependency release", DEPENDENCY_SWEEP_S, self.release_settled)
-        self.every("lease expiry", LEASE_SWEEP_S, self.hot.expire_leases)
+        self.every("lease expiry", LEASE_SWEEP_S, self.expire_leases)
         self.every("delayed promotion", DUE_SWEEP_S, self.hot.promote_due)
         self.every("dlq maintenance", DLQ_MAINTENANCE_S, self.maintain_dlq)
         self.every("crons", CRON_SWEEP_S, self.fire_due_crons)

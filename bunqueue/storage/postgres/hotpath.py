@@ -33,7 +33,7 @@ from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import dependencies, groupclaim, statements
-from bunqueue.storage.postgres.attempts import Losses, Lost
+from bunqueue.storage.postgres.attempts import Losses, Lost, Stall
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
@@ -388,10 +388,10 @@ class HotPath:
 
     # -- leases --------------------------------------------------------------------------------------------
 
-    async def expire_leases(self) -> list[tuple[str, str]]:
+    async def expire_leases(self, stalled: list[Stall] | None = None) -> list[tuple[str, str]]:
         """Every lapsed lease of the namespace loses its attempt (as the memory engine's lease expiry: back to
         its queue at once, or the DLQ when attempts or the queue's maxStalls run out): the (job id, queue)
-        pairs it took."""
+        pairs it took; ``stalled`` gains the stalls to tell."""
         losses = Losses()
         async with self.pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(statements.EXPIRE_READ, self.namespace, EXPIRY_BATCH)
@@ -400,6 +400,8 @@ class HotPath:
             if rows:
                 await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
         self._settled(losses)
+        if stalled is not None:
+            stalled.extend(losses.stalled)
         return [(row["id"], row["queue"]) for row in rows]
 
     async def promote_due(self) -> list[str]:

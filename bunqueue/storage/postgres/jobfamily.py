@@ -23,6 +23,7 @@ from bunqueue.broker.ops.jobs import finalized
 from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
+from bunqueue.storage.postgres.attempts import Stall
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
 from bunqueue.storage.postgres.jobevents import JobEvents
 
@@ -87,10 +88,17 @@ class PostgresJobs:
         if outcome is LATE:
             return finalized()
         state, queue, record = outcome
-        self.job_events.failed(queue, job_id, record, error, state not in (states.READY, states.DELAYED))
+        self.job_events.failed(queue, job_id, record, error, state)
         if state == states.FAILED:
             await self.failed_for_good(job_id, error)
         return {"ok": True}
+
+    async def expire_leases(self) -> None:
+        """The lease-expiry timer: lapsed leases lose their attempts, each told as a ``stalled`` event."""
+        stalled: list[Stall] = []
+        await self.hot.expire_leases(stalled)
+        if stalled:
+            self.job_events.stalled(stalled)
 
     async def failed_for_good(self, job_id: str, error: Any) -> None:
         """``job_id`` failed terminally: the engine's flow family applies a child's policy to its parent

@@ -2,11 +2,14 @@
 
 A removed job takes its result, logs and dependency rows with it. Rows a claim holds at that moment are
 skipped (SKIP LOCKED) by Drain and Clean: they are becoming active, and active jobs are never drained or
-cleaned. The queue events (drained, cleaned, obliterated) are the events family's (not sent from here).
+cleaned. The queue events (drained, cleaned, obliterated) are system events, told to this broker's streams
+as the memory engine tells them (``broker.ops.cleanup``); no job event is sent for the jobs removed.
 """
 from __future__ import annotations
 
 from bunqueue.broker import states
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.ops.cleanup import QUEUED_STATES
 from bunqueue.storage.postgres.ops.family import Family
 
@@ -76,12 +79,20 @@ SELECT id, age FROM entries
 
 
 class CleanupFamily(Family):
+    events: EventHub
+
     async def drain(self, queue: str) -> int:
         count: int = await self.pool.fetchval(DRAIN, self.namespace, queue)
+        if count and self.events.notices:
+            self.events.notify(eventnames.QUEUE_DRAINED, {"queue": queue, "count": count})
         return count
 
     async def obliterate(self, queue: str) -> None:
         await self.pool.fetchval(OBLITERATE, self.namespace, queue)
+        # Told of every Obliterate, of a queue never seen too, as in memory.
+        if self.events.notices:
+            self.events.notify(eventnames.QUEUE_OBLITERATED, {"queue": queue})
+            self.events.notify(eventnames.QUEUE_REMOVED, {"queue": queue})
 
     async def clean(self, queue: str, grace: float, state: str | None, limit: int, now: float) -> list[str]:
         """Up to ``limit`` jobs older than ``grace`` ms, oldest first, as the memory engine cleans them."""
@@ -97,4 +108,9 @@ class CleanupFamily(Family):
             return []
         rows = await self.pool.fetch(statement, self.namespace, queue, now - grace, min(limit, _MAX_LIMIT))
         rows.sort(key=lambda row: (row["age"], row["id"]))
+        if rows and self.events.notices:
+            cleaned: dict[str, object] = {"queue": queue, "count": len(rows)}
+            if state is not None:
+                cleaned = {"queue": queue, "state": state, "count": len(rows)}
+            self.events.notify(eventnames.QUEUE_CLEANED, cleaned)
         return [row["id"] for row in rows]

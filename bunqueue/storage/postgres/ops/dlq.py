@@ -8,7 +8,8 @@ one statement (``_REQUEUE``), which skips a job whose unique key another live jo
 
 The timed maintenance (automatic retries, maxAge expiry) runs on every broker's timer over the entries whose
 ``due_at`` came (``maintenance_time``, set when filed and when the policy changes), each batch locked so that
-one broker takes it. Not here: the DLQ's events.
+one broker takes it. Its system events (dlq:retried, dlq:purged, dlq:auto-retried, ...) go to the streams of
+the broker that ran the change, as memory tells them; dlq:added is told where a job is filed (``jobevents``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import asyncpg
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.deadletters import (
     BLOCKED_RETRY_DELAY,
     DEFAULT_CONFIG,
@@ -31,6 +33,7 @@ from bunqueue.broker.components.deadletters import (
     next_generation,
     select_entries,
 )
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.storage.postgres.attempts import dead_letter_config
 from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
 from bunqueue.storage.postgres.ops.family import Family
@@ -142,6 +145,8 @@ ORDER BY completed_at, seq LIMIT $5
 
 
 class DlqFamily(Family):
+    events: EventHub
+
     async def dlq_entries(self, queue: str, spec: dict[str, Any] | None) -> list[Entry]:
         async with self.pool.acquire() as conn:
             rows = await conn.fetch(_ENTRIES, self.namespace, queue)
@@ -177,14 +182,31 @@ class DlqFamily(Family):
                     _RESCHEDULE, self.namespace, [queue] * len(rows), [row["job_id"] for row in rows],
                     [_due(maintenance_time(unpack(row["entry"]), merged)) for row in rows],
                 )
+        if self.events.notices:
+            self.events.notify(eventnames.CONFIG_DLQ_CHANGED, {"queue": queue, "config": changes})
 
     async def retry_dlq_entries(self, entries: list[Entry], now: float, job_id: str | None = None) -> int:
+        """RetryDlq: ``entries`` (of one queue) retried, told as in memory; ``job_id`` when the command named one."""
+        count = await self.restart_dlq_entries(entries, now)
+        if count and self.events.notices:
+            retried: dict[str, Any] = {"queue": entries[0]["job"].queue, "count": count}
+            if job_id is None:
+                self.events.notify(eventnames.DLQ_RETRY_ALL, retried)
+            else:
+                retried["jobId"] = job_id
+                self.events.notify(eventnames.DLQ_RETRIED, retried)
+        return count
+
+    async def restart_dlq_entries(self, entries: list[Entry], now: float) -> int:
         """A manual retry: each job back to waiting with a new history (``Transitions.retry_dead``)."""
         async with self.pool.acquire() as conn:
             return len(await self._requeue_finished(conn, [entry["job"] for entry in entries], now, states.FAILED))
 
     async def purge_dlq(self, queue: str) -> int:
-        return int(await self.pool.fetchval(_DROP, self.namespace, queue, None, 0))
+        count = int(await self.pool.fetchval(_DROP, self.namespace, queue, None, 0))
+        if count and self.events.notices:
+            self.events.notify(eventnames.DLQ_PURGED, {"queue": queue, "count": count})
+        return count
 
     async def remove_dlq_entry(self, queue: str, job_id: str) -> bool:
         return bool(await self.pool.fetchval(_DROP, self.namespace, queue, job_id, 0))
@@ -245,6 +267,20 @@ class DlqFamily(Family):
                     _RESCHEDULE, self.namespace, [e["job"].queue for e, _ in later], [e["job"].id for e, _ in later],
                     [_due(when) for _, when in later],
                 )
+        if self.events.notices:
+            self._maintained([entry for entry, _ in retries if entry["job"].id in retried], expired)
+
+    def _maintained(self, retried: list[Entry], expired: list[Entry]) -> None:
+        """dlq:auto-retried, then dlq:expired, for each queue with any, as the memory engine's maintenance."""
+        told: dict[str, list[int]] = {}
+        for i, entries in enumerate((retried, expired)):
+            for entry in entries:
+                told.setdefault(entry["job"].queue, [0, 0])[i] += 1
+        for queue, (retries, expiries) in told.items():
+            if retries:
+                self.events.notify(eventnames.DLQ_AUTO_RETRIED, {"queue": queue, "count": retries})
+            if expiries:
+                self.events.notify(eventnames.DLQ_EXPIRED, {"queue": queue, "count": expiries})
 
     async def _requeue_finished(
         self, conn: asyncpg.Connection, jobs: list[Job], now: float, from_state: int,

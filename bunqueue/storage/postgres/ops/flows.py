@@ -8,23 +8,28 @@ which the ACK statement releases; the edits here read the rows they change under
 record's flow fields and metadata as the memory engine does, and write them back (``SAVE``), the pending
 count recomputed from the edges left. The failures a child policy keeps for its parent are rows of
 ``bunqueue_flow_failures``.
+
+A child that fails for good is told as flow:failed to this broker's streams, and a parent its
+failParentOnFailure fails gets the memory engine's ``failed`` job event, to every broker's listeners.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 
 from bunqueue import errors
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobs import NO_DATA, Job, JobFactory
 from bunqueue.broker import states
-from bunqueue.broker.components import eventnames, flowgraph
+from bunqueue.broker.components import eventhub, eventnames, flowgraph
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
 from bunqueue.broker.ops.flows import DETACHABLE, data_field, with_children, without_keys
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import dependencies, flowsql
 from bunqueue.storage.postgres.flowrows import adopt, job_of_row, pending_of, read_job, read_jobs, save_jobs
+from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.jobrows import PushColumns
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import pack, unpack
@@ -33,6 +38,9 @@ from bunqueue.storage.schema import pack, unpack
 class FlowFamily(Family):
     factory: JobFactory
     events: EventHub
+    job_events: JobEvents
+    # ``EventsFamily.publish``: publish(queue, event type, job id, **fields).
+    publish: Callable[..., None]
 
     # -- PUSHF -------------------------------------------------------------------------------------------
 
@@ -86,7 +94,10 @@ class FlowFamily(Family):
         return None
 
     def publish_graph(self, jobs: list[Job]) -> None:
-        """The graph is visible since its commit; only this broker's listeners are told."""
+        """The graph is visible since its commit: each member is told pushed, as in memory, to every broker's
+        listeners; flow:pushed to this broker's streams."""
+        for job in jobs:
+            self.job_events.pushed([job], [job.id])
         # No name Subscribe takes, as in the original: `*` and `flow:*` streams get it.
         if jobs and self.events.notices:
             self.events.notify(eventnames.FLOW_PUSHED, {"jobs": len(jobs), "queues": len({job.queue for job in jobs})})
@@ -225,14 +236,25 @@ class FlowFamily(Family):
                 return
             async with conn.transaction():
                 child = await read_job(conn, self.namespace, child_id)
-                if child is not None and child.parent_id is not None:
-                    await self._child_failed(conn, child, error)
+                if child is None or child.parent_id is None:
+                    return
+                failed_parent = await self._child_failed(conn, child, error)
+        if self.events.notices:
+            self.events.notify(eventnames.FLOW_FAILED, {
+                "parentJobId": child.parent_id, "failedChildId": child.id, "queue": child.queue,
+                "error": errors.MAX_ATTEMPTS_EXCEEDED if error is None else error,
+            })
+        if failed_parent is not None:
+            parent, parent_error = failed_parent
+            fields: dict[str, Any] = {} if parent.data is NO_DATA else {"data": parent.data}
+            self.publish(parent.queue, eventhub.FAILED, parent.id, **fields, error=parent_error, terminal=True)
 
-    async def _child_failed(self, conn: asyncpg.Connection, child: Job, error: Any) -> None:
-        """Apply ``child``'s policy to its parent while the parent still waits (``flowpolicy``)."""
+    async def _child_failed(self, conn: asyncpg.Connection, child: Job, error: Any) -> tuple[Job, Any] | None:
+        """Apply ``child``'s policy to its parent while the parent still waits (``flowpolicy``): the parent
+        and its error when the policy failed it."""
         parent = await read_job(conn, self.namespace, child.parent_id, lock=True)
         if parent is None or parent.state not in WAITING_PARENT:
-            return
+            return None
         shown = errors.CHILD_FAILED_DEFAULT if error is None else error
         now = self.clock()
         if child.fail_parent_on_failure:
@@ -240,7 +262,7 @@ class FlowFamily(Family):
             # The parent fails for good (reason unknown, error ``errors.child_failed(child.id, shown)``);
             # its DLQ entry is the DLQ family's to write.
             await conn.execute(flowsql.FAIL_PARENT, self.namespace, parent.id)
-            return
+            return parent, errors.child_failed(child.id, shown)
         key = f"{child.queue}:{child.id}"
         if child.continue_parent_on_failure:
             await conn.execute(flowsql.KEEP_FAILURE, self.namespace, parent.id, False, key, pack(shown))
@@ -253,12 +275,13 @@ class FlowFamily(Family):
             if child.ignore_dependency_on_failure:
                 await conn.execute(flowsql.KEEP_FAILURE, self.namespace, parent.id, True, key, pack(shown))
             if parent.state != states.WAITING_CHILDREN or child.id not in parent.depends_on:
-                return
+                return None
             parent.depends_on = [dep for dep in parent.depends_on if dep != child.id]
             await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, [child.id])
             if not await pending_of(conn, self.namespace, parent.id):
                 _release(parent, now)
             await save_jobs(conn, self.namespace, [parent])
+        return None
 
     async def release_settled(self) -> None:
         """Release the edges to jobs that completed (see ``dependencies``); run on a timer."""

@@ -9,10 +9,15 @@ statement. Values that live only in the job's record (data, progress) are rewrit
 that was read (``xmin``), and read again when another write came first.
 
 As in memory, a job pulled without an owner holds no lease: anyone may move it.
+
+The events are the memory engine's (``broker.ops.jobcontrol``): job events (removed, delayed, progress) go
+to every broker through ``publish`` once the statement committed; the system events naming a command
+(``job:promoted``, ``job:priority-changed``, ...) are told to this broker's streams, which heard the command.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -20,8 +25,11 @@ import asyncpg
 from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
+from bunqueue.broker.components import eventhub, eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.ops.jobcontrol import UPDATABLE, _keep_flow_metadata, normalize_progress
 from bunqueue.errors import CommandError
+from bunqueue.monitoring.counters import Counters
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.postgres.statements import _END_LEASE, _notify_ready
@@ -37,11 +45,11 @@ CANCEL = f"""
 WITH gone AS (
     DELETE FROM bunqueue_jobs
     WHERE namespace = $1 AND id = $2 AND state IN ({READY}, {DELAYED}, {states.WAITING_CHILDREN})
-    RETURNING id
+    RETURNING id, queue, state, priority, run_at
 ), unlinked AS (
     DELETE FROM bunqueue_job_dependencies d USING gone WHERE d.namespace = $1 AND d.job_id = gone.id
 )
-SELECT count(*) FROM gone
+SELECT queue, state, priority, run_at, {NOW_MS} AS now FROM gone
 """
 
 CHANGE_PRIORITY = f"""
@@ -110,9 +118,17 @@ WHERE namespace = $1 AND id = $2 AND xmin::text = $4
 
 
 class JobControlFamily(Family):
+    events: EventHub
+    counters: Counters
+    # ``EventsFamily.publish``: publish(queue, event type, job id, **fields).
+    publish: Callable[..., None]
+
     async def cancel(self, job_id: str) -> None:
-        if not await self.pool.fetchval(CANCEL, self.namespace, job_id):
+        row = await self.pool.fetchrow(CANCEL, self.namespace, job_id)
+        if row is None:
             raise CommandError(errors.CANNOT_CANCEL)
+        self.counters.on_event(row["queue"])
+        self.publish(row["queue"], eventhub.REMOVED, job_id, prev=_state_name(row))
 
     async def update_data(self, job_id: str, data: Any) -> None:
         def change(job: Job) -> None:
@@ -121,14 +137,19 @@ class JobControlFamily(Family):
             job.data = _keep_flow_metadata(job.data, data)
 
         await self._rewrite(job_id, change, None, errors.CANNOT_UPDATE)
+        if self.events.notices:
+            self.events.notify(eventnames.JOB_DATA_UPDATED, {"jobId": job_id})
 
     async def change_priority(self, job_id: str, priority: float, lifo: bool | None) -> None:
         if await self.pool.execute(CHANGE_PRIORITY, self.namespace, job_id, priority, lifo) == "UPDATE 0":
             raise CommandError(errors.NOT_IN_QUEUE)
+        if self.events.notices:
+            self.events.notify(eventnames.JOB_PRIORITY_CHANGED, {"jobId": job_id, "newPriority": priority})
 
     async def promote(self, job_id: str, now: float) -> None:
         if await self._requeue_job(job_id, 0.0, QUEUED, None, fresh=True, delayed_only=True) is None:
             raise CommandError(errors.NOT_DELAYED)
+        self.events.job_moved(eventhub.JOB_PROMOTED, job_id)
 
     async def promote_jobs(self, queue: str, count: float, now: float) -> int:
         limit = None if count == math.inf else int(count)
@@ -142,14 +163,22 @@ class JobControlFamily(Family):
             row = await self._job_row(job_id)
             _check_lease(row, job_id, token)
             raise CommandError(failure)
+        if self.events.notices:
+            self.events.notify(eventnames.JOB_DELAY_CHANGED, {"jobId": job_id, "newDelay": delay})
 
     async def move_to_delayed(self, job_id: str, delay: float, token: Any, now: float) -> None:
-        if await self._requeue_job(job_id, delay, [READY, DELAYED, ACTIVE], token) is None:
+        moved = await self._requeue_job(job_id, delay, [READY, DELAYED, ACTIVE], token)
+        if moved is None:
             row = await self._job_row(job_id)
             if row is None:
                 raise CommandError(errors.JOB_NOT_FOUND)
             _check_lease(row, job_id, token)
             raise CommandError(errors.not_active(_state_name(row)))
+        queue = moved["queue"]
+        self.counters.on_event(queue)
+        if self.events.notices:
+            self.events.notify(eventnames.JOB_MOVED_TO_DELAYED, {"jobId": job_id, "delay": delay})
+        self.publish(queue, eventhub.DELAYED, job_id, delay=delay)
 
     async def move_to_wait(self, job_id: str, token: Any, now: float) -> None:
         """Back to waiting by the current state: active is released, delayed promoted, failed retried."""
@@ -163,6 +192,8 @@ class JobControlFamily(Family):
                 moved = await self._requeue_job(job_id, 0.0, [ACTIVE], token)
             elif state == states.DELAYED_NAME:
                 moved = await self._requeue_job(job_id, 0.0, QUEUED, None, fresh=True, delayed_only=True)
+                if moved is not None:
+                    self.events.job_moved(eventhub.JOB_PROMOTED, job_id)
             elif state == states.FAILED_NAME:
                 return await self._retry_failed(job_id, now)
             else:
@@ -186,15 +217,20 @@ class JobControlFamily(Family):
             job.progress = value
 
         # Progress is a sign of life, as a heartbeat is.
-        await self._rewrite(job_id, change, int(now), errors.JOB_NOT_FOUND)
+        job = await self._rewrite(job_id, change, int(now), errors.JOB_NOT_FOUND)
+        self.counters.on_event(job.queue)
+        self.publish(
+            job.queue, eventhub.PROGRESS, job_id, progress=value,
+            data={"progress": value, "message": job.progress_message},
+        )
 
     # -- helpers ---------------------------------------------------------------------------------------
 
     async def _requeue_job(
         self, job_id: str, delay: float, from_states: list[int], token: Any,
         fresh: bool = False, delayed_only: bool = False,
-    ) -> int | None:
-        """Run ``REQUEUE``; the job's state after it, or None when it did not move."""
+    ) -> asyncpg.Record | None:
+        """Run ``REQUEUE``; the job's queue and state after it, or None when it did not move."""
         row = await self.pool.fetchrow(
             REQUEUE, self.namespace, job_id, delay, from_states, token if type(token) is str else None,
             fresh, delayed_only,
@@ -203,15 +239,14 @@ class JobControlFamily(Family):
             return None
         if row["state"] == READY:
             self.hot.wakeups.wake(row["queue"])
-        state: int = row["state"]
-        return state
+        return row
 
     async def _job_row(self, job_id: str) -> asyncpg.Record | None:
         return await self.pool.fetchrow(JOB_ROW, self.namespace, job_id)
 
-    async def _rewrite(self, job_id: str, change: Any, heartbeat: int | None, missing: str) -> None:
+    async def _rewrite(self, job_id: str, change: Any, heartbeat: int | None, missing: str) -> Job:
         """Apply ``change`` to the job's record (the row's columns laid over it) and write it back, unless
-        another write changed the row since it was read; then read and apply again."""
+        another write changed the row since it was read; then read and apply again. The job as written."""
         for _ in range(RECORD_RETRIES):
             row = await self.pool.fetchrow(RECORD, self.namespace, job_id)
             if row is None:
@@ -223,13 +258,13 @@ class JobControlFamily(Family):
                 REWRITE, self.namespace, job_id, pack(job.to_record()), row["version"], heartbeat
             )
             if written != "UPDATE 0":
-                return
+                return job
         raise CommandError(missing)
 
     async def _retry_failed(self, job_id: str, now: float) -> None:
         """A failed job goes back through its DLQ entry (the DLQ family's); refused without one."""
         entry = await self.dlq_entry(job_id)  # type: ignore[attr-defined]
-        if entry is None or not await self.retry_dlq_entries([entry], now, job_id):  # type: ignore[attr-defined]
+        if entry is None or not await self.restart_dlq_entries([entry], now):  # type: ignore[attr-defined]
             raise CommandError(errors.FAILED_NOT_IN_DLQ)
 
 

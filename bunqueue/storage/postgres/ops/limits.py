@@ -12,6 +12,8 @@ from typing import Any
 
 import asyncpg
 
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.queuelimits import QueueLimits
 from bunqueue.broker.states import ACTIVE
 from bunqueue.broker.timers.ratelimits import limits_status
@@ -70,17 +72,35 @@ def limits_of(row: asyncpg.Record) -> QueueLimits:
 
 
 class LimitsFamily(Family):
+    """The changes are told to this broker's streams as the memory engine tells them (``timers.ratelimits``);
+    a clear is told of a queue with no limit too."""
+
+    events: EventHub
+
     async def set_rate_limit(self, queue: str, limit: float, duration: float | None, ttl: float | None) -> None:
         await self.pool.execute(SET_RATE_LIMIT, self.namespace, queue, limit, duration, ttl)
+        if self.events.notices:
+            data: dict[str, Any] = {"queue": queue, "max": limit}
+            if duration is not None:
+                data["duration"] = duration
+            if ttl is not None:
+                data["ttl"] = ttl
+            self.events.notify(eventnames.RATELIMIT_SET, data)
 
     async def clear_rate_limit(self, queue: str) -> None:
         await self.pool.execute(CLEAR_RATE_LIMIT, self.namespace, queue)
+        if self.events.notices:
+            self.events.notify(eventnames.RATELIMIT_CLEARED, {"queue": queue})
 
     async def set_concurrency(self, queue: str, limit: float) -> None:
         await self.pool.execute(SET_CONCURRENCY, self.namespace, queue, limit)
+        if self.events.notices:
+            self.events.notify(eventnames.CONCURRENCY_SET, {"queue": queue, "concurrency": limit})
 
     async def clear_concurrency(self, queue: str) -> None:
         await self.pool.execute(CLEAR_CONCURRENCY, self.namespace, queue)
+        if self.events.notices:
+            self.events.notify(eventnames.CONCURRENCY_CLEARED, {"queue": queue})
 
     async def queue_limits(self, queue: str, max_jobs: float | None) -> dict[str, Any]:
         row = await self.pool.fetchrow(QUEUE_LIMITS, self.namespace, queue)

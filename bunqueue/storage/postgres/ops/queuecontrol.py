@@ -2,10 +2,15 @@
 
 The claim statement reads the flag itself (``statements.CLAIM``), so a pause on one broker stops claims on
 every broker from its commit on. A Resume notifies the queue, waking long-polling pulls on every broker.
-The pause events are the events family's (not sent from here).
+The pause events are the memory engine's (``EventHub.queue_paused``): the system event to this broker's
+streams, the queue-level job event (jobId "") to every broker's listeners.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from bunqueue.broker.components import eventhub
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.statements import CHANNEL
 
@@ -31,11 +36,22 @@ IS_PAUSED = "SELECT paused FROM bunqueue_queues WHERE namespace = $1 AND queue =
 
 
 class QueueControlFamily(Family):
+    events: EventHub
+    # ``EventsFamily.publish``: publish(queue, event type, job id, **fields).
+    publish: Callable[..., None]
+
     async def pause(self, queue: str) -> None:
         await self.pool.execute(PAUSE, self.namespace, queue)
+        self._paused(queue, True)
 
     async def resume(self, queue: str) -> None:
         await self.pool.execute(RESUME, self.namespace, queue)
+        self._paused(queue, False)
+
+    def _paused(self, queue: str, paused: bool) -> None:
+        if self.events.notices:
+            self.events.notify(eventhub.QUEUE_PAUSED if paused else eventhub.QUEUE_RESUMED, {"queue": queue})
+        self.publish(queue, eventhub.PAUSED if paused else eventhub.RESUMED, "")
 
     async def is_paused(self, queue: str) -> bool:
         return bool(await self.pool.fetchval(IS_PAUSED, self.namespace, queue))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bunqueue.broker.components import eventnames
+from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.stallconfig import DEFAULT_STALL_CONFIG, merged_config
 from bunqueue.storage.postgres.attempts import stall_config
 from bunqueue.storage.postgres.ops.family import Family
@@ -21,11 +23,15 @@ _GET = "SELECT stall_config FROM bunqueue_queues WHERE namespace = $1 AND queue 
 
 
 class StallsFamily(Family):
+    events: EventHub
+
     async def set_stall_config(self, queue: str, update: Any) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(_ENSURE, self.namespace, queue)
             merged = merged_config(stall_config(await conn.fetchval(_FOR_UPDATE, self.namespace, queue)), update)
             await conn.execute(_SET, self.namespace, queue, None if merged == DEFAULT_STALL_CONFIG else pack(merged))
+        if self.events.notices:
+            self.events.notify(eventnames.CONFIG_STALL_CHANGED, {"queue": queue, "config": update})
 
     async def stall_config(self, queue: str) -> dict[str, Any]:
         return dict(stall_config(await self.pool.fetchval(_GET, self.namespace, queue)))
