@@ -83,6 +83,7 @@ class Losses:
         self.records: list[bytes] = []
         self.failures: list[bytes] = []
         self.stall_counts: list[int] = []
+        self.attempts: list[int] = []
         self.heartbeats: list[int | None] = []
         self.dlq_ids: list[str] = []
         self.dlq_queues: list[str] = []
@@ -101,7 +102,7 @@ class Losses:
             self.ids, self.states, self.run_ats, self.started_ats, self.records, self.failures,
             self.stall_counts, self.dlq_ids, self.dlq_queues, self.dlq_times, self.dlq_entries, self.removed,
             self.heartbeats, self.dlq_dues, list(self.dlq_filed),
-            [max(0, self.dlq_limits[queue] - filed) for queue, filed in self.dlq_filed.items()],
+            [max(0, self.dlq_limits[queue] - filed) for queue, filed in self.dlq_filed.items()], self.attempts,
         )
 
     def failed(self, lost: Lost, error: Any, stack: Any, final: bool, remove: bool) -> None:
@@ -147,6 +148,15 @@ class Losses:
             job.started_at = math.nan
             self._requeued(lost, job.run_at)
 
+    def discarded(self, lost: Lost) -> None:
+        """A Discard (``Transitions.discard``): straight to the DLQ, reason unknown, even under removeOnFail.
+        A running job is charged no attempt: the row takes back the one its claim counted."""
+        job = lost.job
+        if job.state == states.ACTIVE:
+            job.attempts -= 1
+        _record_failure(lost, "unknown", None)
+        self._file(lost, "unknown", None)
+
     def _requeued(self, lost: Lost, run_at: float) -> None:
         job = lost.job
         job.run_at = run_at
@@ -155,10 +165,15 @@ class Losses:
 
     def _terminal(self, lost: Lost, reason: str, error: Any, remove: bool) -> bool:
         """The job failed for good: filed in its queue's DLQ (True), or deleted."""
-        job, now = lost.job, lost.now
-        if remove or job.remove_on_fail:
-            self.removed.append(job.id)
+        if remove or lost.job.remove_on_fail:
+            self.removed.append(lost.job.id)
             return False
+        self._file(lost, reason, error)
+        return True
+
+    def _file(self, lost: Lost, reason: str, error: Any) -> None:
+        """The job stays, FAILED, and its entry is filed in its queue's DLQ."""
+        job, now = lost.job, lost.now
         job.state = states.FAILED
         generation = lost.generation if lost.generation is not None else first_generation(lost.dlq_config, now)
         entry = filed_entry(job, reason, error, lost.history, generation)
@@ -171,7 +186,6 @@ class Losses:
         self.dlq_filed[job.queue] = self.dlq_filed.get(job.queue, 0) + 1
         self.dlq_limits[job.queue] = int(lost.dlq_config["maxEntries"])
         self._keep(job, [])
-        return True
 
     def _keep(self, job: Job, history: list[dict[str, Any]]) -> None:
         self.ids.append(job.id)
@@ -182,6 +196,7 @@ class Losses:
         self.records.append(pack(job.to_record()))
         self.failures.append(pack(history))
         self.stall_counts.append(job.stall_count)
+        self.attempts.append(job.attempts)
         self.heartbeats.append(None if math.isnan(job.last_heartbeat) else int(job.last_heartbeat))
 
     def __len__(self) -> int:

@@ -257,19 +257,20 @@ LIMIT $2
 FOR UPDATE OF j SKIP LOCKED
 """
 
-# The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14), DLQ entries filed
+# The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14, $18), DLQ entries filed
 # ($9-$12, $15) and the oldest they push out (maxEntries), and jobs deleted ($13) by removeOnFail or the
 # FAIL's remove.
 LOSE = f"""
 WITH moved AS (
     UPDATE bunqueue_jobs j
     SET state = m.state, run_at = m.run_at, started_at = m.started_at, record = m.record,
-        failures = m.failures, stall_count = m.stall_count, last_heartbeat = m.last_heartbeat, worker_id = NULL,
+        failures = m.failures, stall_count = m.stall_count, last_heartbeat = m.last_heartbeat,
+        attempts = m.attempts, worker_id = NULL,
         -- Every way out of active frees the job's unique key, a retry included, as in memory.
         unique_key = NULL, {_END_LEASE}
     FROM unnest($2::text[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::int[],
-                $14::bigint[])
-        AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat)
+                $14::bigint[], $18::int[])
+        AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat, attempts)
     WHERE j.namespace = $1 AND j.id = m.id
     RETURNING j.queue, j.state
 ), filed AS (

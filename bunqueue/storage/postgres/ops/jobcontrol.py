@@ -1,5 +1,5 @@
 """Administrative job transitions in PostgreSQL: Cancel, Update, ChangePriority, Promote, PromoteJobs,
-ChangeDelay, MoveToDelayed, MoveToWait and Progress.
+ChangeDelay, MoveToDelayed, MoveToWait, Discard and Progress.
 
 Each change is one statement whose WHERE names the states it moves from (and, for a leased job, the lease's
 token), so of two brokers changing one job only one wins; a statement that changes nothing is refused with
@@ -7,6 +7,10 @@ the memory engine's error, chosen from the row as it is afterwards (one more rea
 only). Times are the database's. A move that makes a job claimable notifies its queue from inside the
 statement. Values that live only in the job's record (data, progress) are rewritten against the row version
 that was read (``xmin``), and read again when another write came first.
+
+Discard files the job in its queue's DLQ as a terminal failure is filed (``attempts.Losses``, the hot path's
+``LOSE``), after reading the row under a lock in the same transaction: of two brokers discarding one job,
+the second finds it failed.
 
 As in memory, a job pulled without an owner holds no lease: anyone may move it.
 
@@ -26,13 +30,15 @@ from bunqueue import errors
 from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.components import eventhub, eventnames
-from bunqueue.broker.components.eventhub import EventHub
+from bunqueue.broker.components.eventhub import JOB_DISCARDED, EventHub
 from bunqueue.broker.ops.jobcontrol import UPDATABLE, _keep_flow_metadata, normalize_progress
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
+from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.sessions import NOW_MS
-from bunqueue.storage.postgres.statements import _END_LEASE, _notify_ready
+from bunqueue.storage.postgres.statements import _END_LEASE, _LOST_COLUMNS, _notify_ready
 from bunqueue.storage.schema import pack, unpack
 
 READY, DELAYED, ACTIVE = states.READY, states.DELAYED, states.ACTIVE
@@ -103,6 +109,15 @@ JOB_ROW = f"""
 SELECT state, priority, run_at, worker_id IS NOT NULL AND lease_token IS NOT NULL AS leased, lease_token,
        {NOW_MS} AS now
 FROM bunqueue_jobs WHERE namespace = $1 AND id = $2
+"""
+
+# A job to discard, locked until ``statements.LOSE`` files it, with its lease (``_check_lease``).
+DISCARD_READ = f"""
+SELECT {_LOST_COLUMNS}, j.worker_id IS NOT NULL AND j.lease_token IS NOT NULL AS leased, j.lease_token
+FROM bunqueue_jobs j
+LEFT JOIN bunqueue_queues q ON q.namespace = $1 AND q.queue = j.queue
+WHERE j.namespace = $1 AND j.id = $2
+FOR UPDATE OF j
 """
 
 # The record and the columns that win over its copies of them.
@@ -201,6 +216,18 @@ class JobControlFamily(Family):
             if moved is not None:
                 return
         raise CommandError(errors.cannot_move_to_wait(state))
+
+    async def discard(self, job_id: str, token: Any, now: float) -> None:
+        """Straight to the DLQ (reason unknown) from waiting, delayed or active; else not found, as in memory."""
+        losses = Losses()
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(DISCARD_READ, self.namespace, job_id)
+            _check_lease(row, job_id, token)
+            if row is None or row["state"] not in (READY, DELAYED, ACTIVE):
+                raise CommandError(errors.JOB_NOT_FOUND)
+            losses.discarded(Lost(row))
+            await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
+        self.events.job_moved(JOB_DISCARDED, job_id)
 
     async def update_progress(
         self, job_id: str, progress: Any, message: Any, has_message: bool, now: float

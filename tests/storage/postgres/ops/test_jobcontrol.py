@@ -224,3 +224,67 @@ def _at_once(calls: list[tuple[RawClient, dict[str, Any]]]) -> list[dict[str, An
     for thread in threads:
         thread.join()
     return replies
+
+
+def test_discard_files_the_job_in_the_dlq_as_in_memory(
+    twins: Twins, postgres: PostgresServer, pg_server: ServerProcess
+) -> None:
+    twins.same({"cmd": "PUSHB", "queue": "jc-discard", "jobs": [
+        {"name": "w", "data": 1}, {"name": "d", "data": 2, "delay": 60000},
+        {"name": "r", "data": 3, "priority": 5, "removeOnFail": True, "uniqueKey": "k"},
+    ]})
+    assert twins.same({"cmd": "Discard", "id": "nope"}) == {"ok": False, "error": errors.JOB_NOT_FOUND}
+    assert twins.same({"cmd": "Discard", "id": "$0"}) == {"ok": True}
+    assert twins.same({"cmd": "Discard", "id": "$0"}) == {"ok": False, "error": errors.JOB_NOT_FOUND}
+    assert twins.same({"cmd": "GetState", "id": "$0"})["state"] == "failed"
+    assert twins.same({"cmd": "Discard", "id": "$1"}) == {"ok": True}
+    # A running job moves only for its lease's token, is charged no attempt, and frees its unique key;
+    # removeOnFail does not keep it out of the DLQ.
+    memory, pg = twins.both({"cmd": "PULL", "queue": "jc-discard", "owner": "o"})
+    twins.memory_ids.append(memory["token"])
+    twins.postgres_ids.append(pg["token"])
+    token = f"${len(twins.postgres_ids) - 1}"
+    assert pg["job"]["name"] == "r"
+    job_id = pg["job"]["id"]
+    assert twins.same({"cmd": "Discard", "id": "$2"})["error"] == errors.lock_token_required(job_id)
+    assert twins.same({"cmd": "Discard", "id": "$2", "token": "wrong"})["error"] == errors.invalid_lock_token(job_id)
+    assert twins.same({"cmd": "Discard", "id": "$2", "token": token}) == {"ok": True}
+    row = job_row(postgres, pg_server, job_id)
+    assert row is not None
+    assert (row["state"], row["attempts"], row["lease_token"], row["unique_key"]) == (states.FAILED, 0, None, None)
+    for frame in ({"cmd": "GetJob", "id": "$0"}, {"cmd": "GetJob", "id": "$2"},
+                  {"cmd": "GetJobCounts", "queue": "jc-discard"}, {"cmd": "Dlq", "queue": "jc-discard"}):
+        twins.same(frame)
+    entries = twins.same({"cmd": "Dlq", "queue": "jc-discard"})["entries"]
+    assert [(e["reason"], e["error"], [a["reason"] for a in e["attempts"]]) for e in entries] == \
+        [("unknown", None, ["unknown"])] * 3
+    assert twins.same({"cmd": "PUSH", "queue": "jc-discard", "name": "u", "data": 4, "uniqueKey": "k"})["ok"] is True
+    # A discarded job goes back through its DLQ entry; a finished one cannot be discarded.
+    assert twins.same({"cmd": "MoveToWait", "id": "$0"}) == {"ok": True}
+    assert twins.same({"cmd": "GetState", "id": "$0"})["state"] == "waiting"
+    twins.same({"cmd": "Dlq", "queue": "jc-discard"})
+    memory, pg = twins.both({"cmd": "PULLB", "queue": "jc-discard", "count": 10})
+    assert _names(pg) == _names(memory) == ["u", "w"]
+    for client, reply in ((twins.memory, memory), (twins.postgres, pg)):
+        job_id = reply["jobs"][0]["id"]
+        assert client.call({"cmd": "ACK", "id": job_id}) == {"ok": True}
+        assert client.call({"cmd": "Discard", "id": job_id}) == {"ok": False, "error": errors.JOB_NOT_FOUND}
+
+
+def test_two_brokers_discarding_one_job_never_both_win(postgres: PostgresServer) -> None:
+    namespace = f"jc-discard-race-{uuid.uuid4().hex[:8]}"
+    brokers = [postgres_broker(postgres, namespace), postgres_broker(postgres, namespace)]
+    try:
+        clients = [RawClient(broker.addr) for broker in brokers]
+        for _ in range(10):
+            job_id = clients[0].ok({"cmd": "PUSH", "queue": "jc-discard-race", "data": 1})["id"]
+            replies = _at_once([(client, {"cmd": "Discard", "id": job_id}) for client in clients])
+            assert sorted(reply["ok"] for reply in replies) == [False, True], replies
+        dlq = clients[1].ok({"cmd": "Dlq", "queue": "jc-discard-race"})
+        assert len(dlq["entries"]) == 10
+        assert all(len(entry["attempts"]) == 1 for entry in dlq["entries"])
+        for client in clients:
+            client.close()
+    finally:
+        for broker in brokers:
+            broker.stop()
