@@ -368,7 +368,7 @@ class HotPath:
             found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, refused)} \
                 if refused else {}
         return [
-            outcome if outcome is not _REFUSED else _refused(found.get(job_id), job_id, token, failing)
+            outcome if outcome is not _REFUSED else _refused(_found(found, job_id), job_id, token, failing)
             for (job_id, token, _value), outcome in zip(requests, outcomes)
         ]
 
@@ -380,7 +380,9 @@ class HotPath:
         found = {row["id"]: row for row in rows}
         seen: set[str] = set()
         for job_id, token in pairs:
-            row = found.get(job_id) if job_id not in seen else None
+            row = _found(found, job_id)
+            if row is not None and job_id in seen:
+                row = None
             if row is None or not (_holds(row, token) or _requeued_after_loss(row)):
                 return CommandError(_refusal(row, job_id, token))
             seen.add(job_id)
@@ -413,6 +415,11 @@ class HotPath:
 _REFUSED = object()
 # A FAIL of an attempt already lost (its job waits in its queue again): answered as already finalized.
 LATE = object()
+
+
+def _found(rows: dict[str, asyncpg.Record], job_id: Any) -> asyncpg.Record | None:
+    """The row of ``job_id``; None for an id that is not a string (a list or map names no job)."""
+    return rows.get(job_id) if type(job_id) is str else None
 
 
 def _holds(row: asyncpg.Record, token: Any) -> bool:

@@ -1,0 +1,99 @@
+"""Wire values PostgreSQL cannot hold as they are (``storage.postgres.pgtext``): strings with NUL or a
+backslash round-trip exactly, integers past bigint are as good as never, and ids that are lists or maps name
+no job; every reply is the memory engine's, and a bad request in a batched statement refuses only itself."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bunqueue import errors
+from bunqueue._testbase.frames import RawClient
+from bunqueue._testbase.server import ServerProcess
+from bunqueue._testbase.twins import Twins
+
+pytestmark = pytest.mark.usefixtures("postgres")
+
+ODD = "j\x00\\0\\"
+
+
+def test_nul_and_backslash_in_a_jobs_strings_round_trip(twins: Twins) -> None:
+    q = "wv-strings"
+    pushed = twins.same({"cmd": "PUSH", "queue": q, "data": {"s": ODD}, "jobId": ODD, "uniqueKey": "k" + ODD,
+                         "groupId": "g" + ODD})
+    assert pushed["id"] == ODD
+    assert twins.same({"cmd": "GetJob", "id": ODD})["job"]["id"] == ODD
+    assert twins.same({"cmd": "GetJobByCustomId", "customId": ODD})["job"]["id"] == ODD
+    assert twins.same({"cmd": "GetDeduplicationJobId", "queue": q, "deduplicationId": "k" + ODD})["data"] == {
+        "jobId": ODD}
+    # The same custom id again answers the live job; another id with the same key answers it too.
+    assert twins.same({"cmd": "PUSH", "queue": q, "data": 2, "jobId": ODD})["id"] == ODD
+    assert twins.same({"cmd": "PUSH", "queue": q, "data": 3, "uniqueKey": "k" + ODD})["id"] == ODD
+    pulled = twins.both({"cmd": "PULL", "queue": q, "owner": "w" + ODD, "lockTtl": 30000})
+    assert [reply["job"]["id"] for reply in pulled] == [ODD, ODD]
+    tokens = [reply["token"] for reply in pulled]
+
+    def ack(job_id: str, suffix: str = "", **more: Any) -> dict[str, Any]:
+        replies = [client.call({"cmd": "ACK", "id": job_id, "token": token + suffix, **more})
+                   for client, token in zip((twins.memory, twins.postgres), tokens)]
+        assert replies[0] == replies[1]
+        return replies[1]
+
+    assert ack("j\x00") == {"ok": False, "error": errors.not_processing("j\x00")}
+    assert ack(ODD, "\x00") == {"ok": False, "error": errors.invalid_lock_token(ODD)}
+    assert ack(ODD, result=ODD) == {"ok": True}
+    assert twins.same({"cmd": "GetResult", "id": ODD})["result"] == ODD
+
+
+@pytest.mark.parametrize("cmd", ["ACK", "FAIL"])
+@pytest.mark.parametrize("job_id", [["a"], {"a": 1}, "x\x00", "x\\"])
+def test_an_id_no_job_holds_is_refused_as_in_memory(twins: Twins, cmd: str, job_id: Any) -> None:
+    for token in ("t", "t\x00", ["t"], None):
+        twins.same({"cmd": cmd, "id": job_id, "token": token})
+    twins.same({"cmd": "ACKB", "ids": [job_id], "tokens": ["t\x00"]})
+
+
+def _pushed_and_pulled(client: RawClient, queue: str, n: int) -> list[tuple[str, str]]:
+    for i in range(n):
+        client.ok({"cmd": "PUSH", "queue": queue, "data": i})
+    pulled = client.ok({"cmd": "PULLB", "queue": queue, "count": n, "owner": "w", "lockTtl": 60000})
+    return [(job["id"], token) for job, token in zip(pulled["jobs"], pulled["tokens"])]
+
+
+def test_a_bad_ack_in_a_flush_refuses_only_itself(pg_server: ServerProcess) -> None:
+    client = RawClient(pg_server.addr)
+    try:
+        held = _pushed_and_pulled(client, "wv-flush", 4)
+        bad: list[dict[str, Any]] = [
+            {"cmd": "ACK", "id": "z\x00", "token": "t\x00"}, {"cmd": "ACK", "id": ["z"], "token": "t"},
+            {"cmd": "FAIL", "id": {"z": 1}, "token": "t"}, {"cmd": "ACKB", "ids": ["z\x00"], "tokens": ["t"]},
+        ]
+        frames = [dict(frame, reqId=f"bad-{i}") for i, frame in enumerate(bad)]
+        frames += [{"cmd": "ACK", "id": job_id, "token": token, "reqId": f"good-{i}"}
+                   for i, (job_id, token) in enumerate(held)]
+        for frame in frames:  # pipelined: the acks share flushes
+            client.send(frame)
+        replies = {reply["reqId"]: reply for reply in (client.recv() for _ in frames)}
+        for i in range(len(held)):
+            assert replies[f"good-{i}"] == {"ok": True, "reqId": f"good-{i}"}
+        for i in range(len(bad)):
+            assert replies[f"bad-{i}"]["ok"] is False
+            assert "Internal" not in replies[f"bad-{i}"]["error"]
+        for job_id, _token in held:
+            assert client.ok({"cmd": "GetState", "id": job_id})["state"] == "completed"
+    finally:
+        client.close()
+
+
+def test_numbers_past_bigint_are_as_in_memory(twins: Twins) -> None:
+    q = "wv-big"
+    twins.same({"cmd": "PUSH", "queue": q, "data": 1})
+    huge = 1e30
+    pulled = twins.both({"cmd": "PULL", "queue": q, "owner": "w", "lockTtl": huge})
+    assert twins.postgres_names(pulled[1]) == twins.memory_names(pulled[0])
+    acks = [client.call({"cmd": "ACK", "id": reply["job"]["id"], "token": reply["token"]})
+            for client, reply in zip((twins.memory, twins.postgres), pulled)]
+    assert acks == [{"ok": True}, {"ok": True}]
+    twins.same({"cmd": "PUSH", "queue": q, "data": 2, "delay": 60000})
+    assert twins.same({"cmd": "PromoteJobs", "queue": q, "count": huge}) == {"ok": True, "count": 1}
+    twins.same({"cmd": "PULL", "queue": q, "owner": "w", "lockTtl": 2 ** 64 - 1})
