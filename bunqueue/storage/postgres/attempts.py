@@ -138,6 +138,15 @@ class Losses:
             job.started_at = math.nan
             self._requeued(lost, job.run_at)
 
+    def discarded(self, lost: Lost, running: bool) -> None:
+        """A Discard (``TransitionCore.discard``): straight to the DLQ, reason unknown, no attempt charged
+        (a running row counts the attempt its claim started), whatever removeOnFail says."""
+        job = lost.job
+        if running:
+            job.attempts -= 1
+        _record_failure(lost, "unknown", None)
+        self._filed(lost, "unknown", None)
+
     def _requeued(self, lost: Lost, run_at: float) -> None:
         job = lost.job
         job.run_at = run_at
@@ -145,10 +154,13 @@ class Losses:
         self._keep(job, lost.history)
 
     def _terminal(self, lost: Lost, reason: str, error: Any, remove: bool) -> None:
-        job, now = lost.job, lost.now
-        if remove or job.remove_on_fail:
-            self.removed.append(job.id)
+        if remove or lost.job.remove_on_fail:
+            self.removed.append(lost.job.id)
             return
+        self._filed(lost, reason, error)
+
+    def _filed(self, lost: Lost, reason: str, error: Any) -> None:
+        job, now = lost.job, lost.now
         job.state = states.FAILED
         generation = lost.generation if lost.generation is not None else first_generation(lost.dlq_config, now)
         entry = filed_entry(job, reason, error, lost.history, generation)

@@ -1,5 +1,5 @@
 """Administrative job transitions in PostgreSQL: Cancel, Update, ChangePriority, Promote, PromoteJobs,
-ChangeDelay, MoveToDelayed, MoveToWait and Progress.
+ChangeDelay, MoveToDelayed, MoveToWait, Discard and Progress.
 
 Each change is one statement whose WHERE names the states it moves from (and, for a leased job, the lease's
 token), so of two brokers changing one job only one wins; a statement that changes nothing is refused with
@@ -22,6 +22,8 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.ops.jobcontrol import UPDATABLE, _keep_flow_metadata, normalize_progress
 from bunqueue.errors import CommandError
+from bunqueue.storage.postgres import statements
+from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.postgres.statements import _END_LEASE, _notify_ready
@@ -97,6 +99,9 @@ SELECT state, priority, run_at, worker_id IS NOT NULL AND lease_token IS NOT NUL
 FROM bunqueue_jobs WHERE namespace = $1 AND id = $2
 """
 
+# A running job discarded: the attempt its claim counted is not charged (``LOSE`` keeps the count).
+UNCHARGE = "UPDATE bunqueue_jobs SET attempts = attempts - 1 WHERE namespace = $1 AND id = $2"
+
 # The record and the columns that win over its copies of them.
 RECORD = """
 SELECT state, priority, lifo, run_at, record, xmin::text AS version FROM bunqueue_jobs
@@ -170,6 +175,22 @@ class JobControlFamily(Family):
             if moved is not None:
                 return
         raise CommandError(errors.cannot_move_to_wait(state))
+
+    async def discard(self, job_id: str, token: Any, now: float) -> None:
+        """Straight to the DLQ (reason unknown) from waiting, delayed or active: read locked and filed by
+        the statement that files failed attempts (``statements.LOSE``)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(statements.DISCARD_READ, self.namespace, job_id) \
+                if type(job_id) is str else None
+            _check_lease(row, job_id, token)
+            if row is None:
+                raise CommandError(errors.JOB_NOT_FOUND)
+            running = row["state"] == ACTIVE
+            losses = Losses()
+            losses.discarded(Lost(row), running)
+            await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
+            if running:
+                await conn.execute(UNCHARGE, self.namespace, job_id)
 
     async def update_progress(
         self, job_id: str, progress: Any, message: Any, has_message: bool, now: float

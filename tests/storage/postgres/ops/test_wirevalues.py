@@ -97,3 +97,43 @@ def test_numbers_past_bigint_are_as_in_memory(twins: Twins) -> None:
     twins.same({"cmd": "PUSH", "queue": q, "data": 2, "delay": 60000})
     assert twins.same({"cmd": "PromoteJobs", "queue": q, "count": huge}) == {"ok": True, "count": 1}
     twins.same({"cmd": "PULL", "queue": q, "owner": "w", "lockTtl": 2 ** 64 - 1})
+
+
+def test_discard_files_a_queued_or_running_job_in_the_dlq(twins: Twins) -> None:
+    q = "wv-discard"
+    twins.same({"cmd": "PUSH", "queue": q, "data": 1, "uniqueKey": "dk", "removeOnFail": True})
+    twins.same({"cmd": "PUSH", "queue": q, "data": 2, "delay": 60000})
+    twins.same({"cmd": "PUSH", "queue": q, "data": 3})
+    assert twins.same({"cmd": "Discard", "id": "$0"}) == {"ok": True}
+    assert twins.same({"cmd": "Discard", "id": "$1"}) == {"ok": True}
+    assert twins.same({"cmd": "GetState", "id": "$0"})["state"] == "failed"
+    twins.same({"cmd": "GetDlq", "queue": q})
+    twins.same({"cmd": "GetJob", "id": "$1"})
+    # The key left with the job, as in memory.
+    twins.same({"cmd": "GetDeduplicationJobId", "queue": q, "deduplicationId": "dk"})
+    pulled = twins.both({"cmd": "PULL", "queue": q, "owner": "w", "lockTtl": 30000})
+    for client, reply in zip((twins.memory, twins.postgres), pulled):
+        assert client.call({"cmd": "Discard", "id": reply["job"]["id"]}) == {
+            "ok": False, "error": errors.lock_token_required(reply["job"]["id"])}
+        assert client.call({"cmd": "Discard", "id": reply["job"]["id"], "token": "x"}) == {
+            "ok": False, "error": errors.invalid_lock_token(reply["job"]["id"])}
+        assert client.call({"cmd": "Discard", "id": reply["job"]["id"], "token": reply["token"]}) == {"ok": True}
+    twins.same({"cmd": "GetJob", "id": "$2"})
+    twins.same({"cmd": "GetDlq", "queue": q})
+    for missing in ("$2", "nope", "n\x00", ["x"], {"x": 1}, 5, None):
+        twins.same({"cmd": "Discard", "id": missing})
+
+
+@pytest.mark.parametrize("limit", [
+    {"limit": 1e308, "duration": 1e-300}, {"limit": 1, "duration": 1e-320}, {"limit": 1e300},
+    {"limit": 1e-300, "duration": 1e300}, {"limit": 1e308}, {"limit": -5},
+])
+def test_a_rate_past_float_range_claims_as_in_memory(twins: Twins, limit: dict[str, float]) -> None:
+    q = f"wv-rate-{abs(hash(str(limit)))}"
+    assert twins.same({"cmd": "RateLimit", "queue": q, **limit}) == {"ok": True}
+    for i in range(3):
+        twins.same({"cmd": "PUSH", "queue": q, "data": i})
+    taken = [twins.both({"cmd": "PULL", "queue": q, "owner": "w", "timeout": 0}) for _ in range(3)]
+    assert [[reply["ok"] for reply in pair] for pair in taken] == [[True, True]] * 3
+    assert [[reply["job"] is not None for reply in pair] for pair in taken] == [
+        [memory["job"] is not None] * 2 for memory, _ in taken]
