@@ -70,13 +70,35 @@ def stored_args(args: Any) -> Any:
 
 
 def _stored_list(values: list[Any]) -> list[Any]:
+    # A column's values are of one type or null: a join, or a min and max, look at all of them at C speed.
+    if _unchanged(values):
+        return values
+    present = [v for v in values if v is not None]
+    if len(present) < len(values) and _unchanged(present):
+        return values
     for i, value in enumerate(values):
-        kind = type(value)  # ``_changes``, inlined: this runs once per job of a batch
-        if (kind is str and ("\\" in value or "\x00" in value)) or (
-            kind is int and not INT_MIN <= value <= INT_MAX
-        ):
+        if _changes(value):
             return values[:i] + [_stored(v) for v in values[i:]]
     return values
+
+
+def _unchanged(values: list[Any]) -> bool:
+    """True when no value of ``values`` changes (``_changes``), as far as one look of C speed tells."""
+    try:
+        joined = "".join(values)
+    except TypeError:
+        pass
+    else:
+        return "\\" not in joined and "\x00" not in joined
+    try:
+        b"".join(values)
+        return True
+    except TypeError:
+        pass
+    try:
+        return not values or bool(INT_MIN <= min(values) and max(values) <= INT_MAX)
+    except TypeError:
+        return False
 
 
 class TextConnection(asyncpg.Connection):  # type: ignore[misc]
