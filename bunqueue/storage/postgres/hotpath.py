@@ -54,6 +54,8 @@ SettleRequest = tuple[Any, Any, Any]
 SettleRun = Callable[[asyncpg.Connection, list[SettleRequest]], Awaitable[dict[str, Any]]]
 # How many lapsed leases one sweep takes (the rest wait for the next).
 EXPIRY_BATCH = 5000
+# How many times a pushed row whose holder finished between the insert and its look-up is pushed again.
+PUSH_RETRIES = 5
 # What a FAIL left: the job's state (None: deleted), its queue and its record as it was (MessagePack).
 Failed = tuple["int | None", str, bytes]
 
@@ -139,10 +141,26 @@ class HotPath:
                 inserted = await self._insert(conn, columns)
             left_out = [i for i, job_id in enumerate(columns.ids) if job_id not in inserted]
             holders = await self._holders(conn, columns, left_out) if left_out else {}
+            if len(holders) < len(left_out) and not dependent:
+                await self._push_again(conn, columns, left_out, inserted, holders)
         for queue in set(columns.queues):
             self.wakeups.wake(queue)
         answers = iter(_answers(admitted, columns, inserted, holders))
         return [refused[i] if i in refused else next(answers) for i in range(len(batches))]
+
+    async def _push_again(
+        self, conn: asyncpg.Connection, columns: PushColumns, left_out: list[int], inserted: set[str],
+        holders: dict[int, str],
+    ) -> None:
+        """Rows left out whose holder was gone by the look-up (it finished in between): pushed again, up to
+        ``PUSH_RETRIES`` times, adding to ``inserted`` and ``holders``."""
+        for _ in range(PUSH_RETRIES):
+            lost = [i for i in left_out if i not in holders]
+            if not lost:
+                return
+            inserted |= await self._insert(conn, columns.rows(lost))
+            left_out = [i for i in lost if columns.ids[i] not in inserted]
+            holders.update(await self._holders(conn, columns, left_out) if left_out else {})
 
     async def _insert(self, conn: asyncpg.Connection, columns: PushColumns) -> set[str]:
         """Insert the rows of ``columns``; the ids that went in."""
