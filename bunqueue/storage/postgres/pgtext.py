@@ -36,6 +36,11 @@ INT_MAX = 2 ** 61
 INT_MIN = -INT_MAX
 
 
+def bigint_sql(expr: str) -> str:
+    """SQL for a float expression (a time plus a wire duration) stored as bigint within the same bound."""
+    return f"least(greatest({expr}, {INT_MIN}), {INT_MAX})::bigint"
+
+
 def _stored(value: Any) -> Any:
     kind = type(value)
     if kind is str:

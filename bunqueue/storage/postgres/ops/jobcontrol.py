@@ -25,6 +25,7 @@ from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import statements
 from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.ops.family import Family
+from bunqueue.storage.postgres.pgtext import bigint_sql
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.postgres.statements import _END_LEASE, _notify_ready
 from bunqueue.storage.schema import pack, unpack
@@ -58,7 +59,7 @@ REQUEUE = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 moved AS (
     UPDATE bunqueue_jobs j
-    SET run_at = (clock.now + $3::float8)::bigint,
+    SET run_at = {bigint_sql("clock.now + $3::float8")},
         state = CASE WHEN $3::float8 > 0 THEN {DELAYED} ELSE {READY} END,
         seq = CASE WHEN $6 THEN nextval('bunqueue_job_seq') ELSE j.seq END,
         attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END,

@@ -137,3 +137,23 @@ def test_a_rate_past_float_range_claims_as_in_memory(twins: Twins, limit: dict[s
     assert [[reply["ok"] for reply in pair] for pair in taken] == [[True, True]] * 3
     assert [[reply["job"] is not None for reply in pair] for pair in taken] == [
         [memory["job"] is not None] * 2 for memory, _ in taken]
+
+
+def test_a_lease_or_delay_past_bigint_is_answered_as_in_memory(twins: Twins) -> None:
+    q = "wv-far"
+    twins.same({"cmd": "PUSH", "queue": q, "data": 1})
+    pulled = twins.both({"cmd": "PULL", "queue": q, "owner": "w", "lockTtl": 30000})
+    for frame in ({"cmd": "ExtendLock", "duration": 1e300}, {"cmd": "ExtendLocks", "durations": [1e300]},
+                  {"cmd": "JobHeartbeat", "duration": -1e300}, {"cmd": "MoveToDelayed", "delay": 1e300}):
+        replies = []
+        for client, reply in zip((twins.memory, twins.postgres), pulled):
+            job_id, token = reply["job"]["id"], reply["token"]
+            sent = {**frame, "id": job_id, "token": token}
+            if frame["cmd"] == "ExtendLocks":
+                sent = {**frame, "ids": [job_id], "tokens": [token]}
+            replies.append(client.call(sent))
+        assert replies[0] == replies[1], (frame, replies)
+    assert twins.same({"cmd": "GetState", "id": "$0"})["state"] == "delayed"
+    assert twins.same({"cmd": "ChangeDelay", "id": "$0", "delay": 1e300}) == {"ok": True}
+    assert twins.same({"cmd": "ChangeDelay", "id": "$0", "delay": -1e300}) == {"ok": True}
+    assert twins.same({"cmd": "GetState", "id": "$0"})["state"] in ("waiting", "prioritized")
