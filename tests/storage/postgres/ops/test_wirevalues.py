@@ -11,6 +11,7 @@ from bunqueue import errors
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess
 from bunqueue._testbase.twins import Twins
+from bunqueue.storage.postgres.jobfamily import MAX_KEY_CHARS
 
 pytestmark = pytest.mark.usefixtures("postgres")
 
@@ -157,3 +158,28 @@ def test_a_lease_or_delay_past_bigint_is_answered_as_in_memory(twins: Twins) -> 
     assert twins.same({"cmd": "ChangeDelay", "id": "$0", "delay": 1e300}) == {"ok": True}
     assert twins.same({"cmd": "ChangeDelay", "id": "$0", "delay": -1e300}) == {"ok": True}
     assert twins.same({"cmd": "GetState", "id": "$0"})["state"] in ("waiting", "prioritized")
+
+
+def test_a_key_too_long_for_an_index_refuses_only_its_push(pg_server: ServerProcess) -> None:
+    client = RawClient(pg_server.addr)
+    try:
+        long_id, long_key = "\U0001f600" * (MAX_KEY_CHARS + 1), "k" * (MAX_KEY_CHARS + 1)
+        frames: list[dict[str, Any]] = [
+            {"cmd": "PUSH", "queue": "wv-long", "data": 1, "jobId": long_id, "reqId": "id"},
+            {"cmd": "PUSHB", "queue": "wv-long", "jobs": [{"data": 2}, {"data": 3, "uniqueKey": long_key}],
+             "reqId": "key"},
+            {"cmd": "PUSH", "queue": "wv-long", "data": 4, "jobId": "\U0001f600" * MAX_KEY_CHARS, "reqId": "fits"},
+            {"cmd": "PUSH", "queue": "wv-long", "data": 5, "reqId": "plain"},
+        ]
+        for frame in frames:
+            client.send(frame)
+        replies = {reply["reqId"]: reply for reply in (client.recv() for _ in frames)}
+        assert replies["id"] == {"ok": False, "error": errors.must_be_at_most_chars("jobId", MAX_KEY_CHARS),
+                                 "reqId": "id"}
+        assert replies["key"] == {
+            "ok": False, "error": errors.must_be_at_most_chars("uniqueKey", MAX_KEY_CHARS), "reqId": "key"}
+        assert replies["fits"]["ok"] is True and replies["fits"]["id"] == "\U0001f600" * MAX_KEY_CHARS
+        assert replies["plain"]["ok"] is True
+        assert client.call({"cmd": "GetJobCounts", "queue": "wv-long"})["counts"]["waiting"] == 2
+    finally:
+        client.close()
