@@ -25,11 +25,9 @@ from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
 from bunqueue.storage.postgres.jobevents import JobEvents
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS
 
 Reply = dict[str, Any]
-# A job id and a unique key are btree keys, whose entries PostgreSQL caps near 2,700 bytes: this many
-# characters fit whatever they are (4 bytes each in UTF-8) beside the namespace.
-MAX_KEY_CHARS = 512
 
 
 class PostgresJobs:

@@ -34,6 +34,10 @@ def from_text(value: str) -> str:
 
 INT_MAX = 2 ** 61
 INT_MIN = -INT_MAX
+# A wire string that is a btree key (a job id, a unique key, a worker id) is refused past this many
+# characters: PostgreSQL caps an index entry near 2,700 bytes, and 512 characters fit whatever they are
+# (4 bytes each in UTF-8, 2 for an escaped one) beside the namespace.
+MAX_KEY_CHARS = 512
 
 
 def bigint_sql(expr: str) -> str:

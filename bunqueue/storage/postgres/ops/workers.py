@@ -15,14 +15,16 @@ from typing import Any
 
 import asyncpg
 
+from bunqueue import errors
 from bunqueue._core.jobs import JobFactory, wire_number
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session
 from bunqueue.broker.timers.workerregistry import ACTIVE, REMOVE_AFTER_TIMEOUTS, STALE
 from bunqueue.config import Settings
+from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.ops.family import Family
-from bunqueue.storage.postgres.pgtext import from_text
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS, from_text
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.sessions import NOW_MS
 
@@ -146,6 +148,8 @@ class WorkersFamily(Family):
         self, session_key: int, name: str | None, queues: list[str], concurrency: float, worker_id: str | None,
         hostname: str | None, pid: float | None, started_at: float | None,
     ) -> dict[str, Any]:
+        if type(worker_id) is str and len(worker_id) > MAX_KEY_CHARS:
+            raise CommandError(errors.must_be_at_most_chars("workerId", MAX_KEY_CHARS))
         row = await self.pool.fetchrow(
             _REGISTER, self.namespace, worker_id if worker_id is not None else self.factory.new_token(),
             self.config.broker_id, session_key, name,

@@ -11,7 +11,7 @@ from bunqueue import errors
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.server import ServerProcess
 from bunqueue._testbase.twins import Twins
-from bunqueue.storage.postgres.jobfamily import MAX_KEY_CHARS
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS
 
 pytestmark = pytest.mark.usefixtures("postgres")
 
@@ -181,5 +181,10 @@ def test_a_key_too_long_for_an_index_refuses_only_its_push(pg_server: ServerProc
         assert replies["fits"]["ok"] is True and replies["fits"]["id"] == "\U0001f600" * MAX_KEY_CHARS
         assert replies["plain"]["ok"] is True
         assert client.call({"cmd": "GetJobCounts", "queue": "wv-long"})["counts"]["waiting"] == 2
+        assert client.call({"cmd": "RegisterWorker", "workerId": long_id, "queues": ["wv-long"]}) == {
+            "ok": False, "error": errors.must_be_at_most_chars("workerId", MAX_KEY_CHARS)}
+        fits = "\U0001f600" * MAX_KEY_CHARS
+        registered = client.call({"cmd": "RegisterWorker", "workerId": fits, "queues": ["wv-long"]})
+        assert registered["ok"] is True and registered["data"]["workerId"] == fits
     finally:
         client.close()
