@@ -31,6 +31,7 @@ from bunqueue.storage.postgres.jobfamily import admitted
 from bunqueue.storage.postgres.jobrows import PushColumns
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.ops.workers import SERVES
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.schema import pack, unpack
 
@@ -82,6 +83,8 @@ class CronFamily(Family):
         """Add or replace the cron the request defines (checked as in memory); its view."""
         now = self.clock()
         cron = Cron(parse_definition(definition, now))
+        if len(cron.name) > MAX_KEY_CHARS:
+            raise CommandError(errors.must_be_at_most_chars("name", MAX_KEY_CHARS))
         following = cron.first_run(now)
         assert following is not None  # parse_definition checked that a future run exists
         first = now if options.flag(definition, "immediately") else following

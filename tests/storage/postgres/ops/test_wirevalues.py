@@ -183,7 +183,10 @@ def test_a_key_too_long_for_an_index_refuses_only_its_push(pg_server: ServerProc
         assert client.call({"cmd": "GetJobCounts", "queue": "wv-long"})["counts"]["waiting"] == 2
         assert client.call({"cmd": "RegisterWorker", "workerId": long_id, "queues": ["wv-long"]}) == {
             "ok": False, "error": errors.must_be_at_most_chars("workerId", MAX_KEY_CHARS)}
+        assert client.call({"cmd": "Cron", "name": long_id, "queue": "wv-long", "schedule": "* * * * *"}) == {
+            "ok": False, "error": errors.must_be_at_most_chars("name", MAX_KEY_CHARS)}
         fits = "\U0001f600" * MAX_KEY_CHARS
+        assert client.call({"cmd": "Cron", "name": fits, "queue": "wv-long", "schedule": "* * * * *"})["ok"] is True
         registered = client.call({"cmd": "RegisterWorker", "workerId": fits, "queues": ["wv-long"]})
         assert registered["ok"] is True and registered["data"]["workerId"] == fits
     finally:
