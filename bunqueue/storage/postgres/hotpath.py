@@ -54,6 +54,8 @@ SettleRequest = tuple[Any, Any, Any]
 SettleRun = Callable[[asyncpg.Connection, list[SettleRequest]], Awaitable[dict[str, Any]]]
 # How many lapsed leases one sweep takes (the rest wait for the next).
 EXPIRY_BATCH = 5000
+# How many times a pushed row whose holder finished between the insert and its look-up is pushed again.
+PUSH_RETRIES = 5
 # What a FAIL left: the job's state (None: deleted), its queue and its record as it was (MessagePack).
 Failed = tuple["int | None", str, bytes]
 
@@ -139,10 +141,26 @@ class HotPath:
                 inserted = await self._insert(conn, columns)
             left_out = [i for i, job_id in enumerate(columns.ids) if job_id not in inserted]
             holders = await self._holders(conn, columns, left_out) if left_out else {}
+            if len(holders) < len(left_out) and not dependent:
+                await self._push_again(conn, columns, left_out, inserted, holders)
         for queue in set(columns.queues):
             self.wakeups.wake(queue)
         answers = iter(_answers(admitted, columns, inserted, holders))
         return [refused[i] if i in refused else next(answers) for i in range(len(batches))]
+
+    async def _push_again(
+        self, conn: asyncpg.Connection, columns: PushColumns, left_out: list[int], inserted: set[str],
+        holders: dict[int, str],
+    ) -> None:
+        """Rows left out whose holder was gone by the look-up (it finished in between): pushed again, up to
+        ``PUSH_RETRIES`` times, adding to ``inserted`` and ``holders``."""
+        for _ in range(PUSH_RETRIES):
+            lost = [i for i in left_out if i not in holders]
+            if not lost:
+                return
+            inserted |= await self._insert(conn, columns.rows(lost))
+            left_out = [i for i in lost if columns.ids[i] not in inserted]
+            holders.update(await self._holders(conn, columns, left_out) if left_out else {})
 
     async def _insert(self, conn: asyncpg.Connection, columns: PushColumns) -> set[str]:
         """Insert the rows of ``columns``; the ids that went in."""
@@ -368,7 +386,7 @@ class HotPath:
             found = {row["id"]: row for row in await conn.fetch(statements.SETTLE_REFUSED, self.namespace, refused)} \
                 if refused else {}
         return [
-            outcome if outcome is not _REFUSED else _refused(found.get(job_id), job_id, token, failing)
+            outcome if outcome is not _REFUSED else _refused(_found(found, job_id), job_id, token, failing)
             for (job_id, token, _value), outcome in zip(requests, outcomes)
         ]
 
@@ -380,7 +398,9 @@ class HotPath:
         found = {row["id"]: row for row in rows}
         seen: set[str] = set()
         for job_id, token in pairs:
-            row = found.get(job_id) if job_id not in seen else None
+            row = _found(found, job_id)
+            if row is not None and job_id in seen:
+                row = None
             if row is None or not (_holds(row, token) or _requeued_after_loss(row)):
                 return CommandError(_refusal(row, job_id, token))
             seen.add(job_id)
@@ -415,6 +435,11 @@ class HotPath:
 _REFUSED = object()
 # A FAIL of an attempt already lost (its job waits in its queue again): answered as already finalized.
 LATE = object()
+
+
+def _found(rows: dict[str, asyncpg.Record], job_id: Any) -> asyncpg.Record | None:
+    """The row of ``job_id``; None for an id that is not a string (a list or map names no job)."""
+    return rows.get(job_id) if type(job_id) is str else None
 
 
 def _holds(row: asyncpg.Record, token: Any) -> bool:

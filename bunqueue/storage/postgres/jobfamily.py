@@ -26,6 +26,7 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.storage.postgres.attempts import Stall
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
 from bunqueue.storage.postgres.jobevents import JobEvents
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS
 
 Reply = dict[str, Any]
 
@@ -48,6 +49,7 @@ class PostgresJobs:
         job = self.factory.build(opts, queue, now, False)
         if check_size and job.data is not NO_DATA and data_too_large(job.data):
             raise CommandError(errors.JOB_DATA_TOO_LARGE)
+        check_keys(job)
         job_id = await self.hot.push(admitted(job, now))
         self.job_events.pushed([job], [job_id])
         return job_id
@@ -59,6 +61,8 @@ class PostgresJobs:
         jobs: list[Job] = build_batch(self.factory, items, queue, now, check_size)
         if not jobs:
             return []
+        for job in jobs:
+            check_keys(job)
         ids = await self.hot.push_many([admitted(job, now) for job in jobs])
         self.job_events.pushed(jobs, ids)
         return ids
@@ -122,6 +126,13 @@ class PostgresJobs:
             if isinstance(outcome, BaseException):
                 raise outcome
         return {"ok": True}
+
+
+def check_keys(job: Job) -> None:
+    """Refuse a custom id or unique key too long for a PostgreSQL index entry (``MAX_KEY_CHARS``)."""
+    for field, key in (("jobId", job.custom_id), ("uniqueKey", job.unique_key)):
+        if type(key) is str and len(key) > MAX_KEY_CHARS:
+            raise CommandError(errors.must_be_at_most_chars(field, MAX_KEY_CHARS))
 
 
 def admitted(job: Job, now: float) -> Job:

@@ -74,6 +74,14 @@ class PushColumns:
             self.removes_on_complete, self.records,
         )
 
+    def rows(self, positions: list[int]) -> PushColumns:
+        """The rows at ``positions``, in that order."""
+        out = PushColumns()
+        for name in self.__slots__:
+            column = getattr(self, name)
+            setattr(out, name, [column[i] for i in positions])
+        return out
+
     def __len__(self) -> int:
         return len(self.ids)
 

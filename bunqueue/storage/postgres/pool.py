@@ -11,6 +11,7 @@ import asyncpg
 
 from bunqueue.config import Settings
 from bunqueue.storage.postgres.errors import storage_failed
+from bunqueue.storage.postgres.pgtext import TextConnection, decode_text
 
 # How long opening one connection may take before the server counts as unreachable (the original's 10 s).
 CONNECT_TIMEOUT_S = 10.0
@@ -80,17 +81,21 @@ def describe_url(url: str) -> str:
 
 
 async def connect(config: PostgresConfig) -> asyncpg.Connection:
-    """One connection with the broker's session settings, or ``StartupFailed`` naming why not."""
+    """One connection with the broker's session settings and stored values (``pgtext``), or ``StartupFailed``
+    naming why not."""
     try:
-        return await asyncpg.connect(
-            config.url, timeout=CONNECT_TIMEOUT_S, server_settings=config.server_settings()
+        conn = await asyncpg.connect(
+            config.url, timeout=CONNECT_TIMEOUT_S, server_settings=config.server_settings(),
+            connection_class=TextConnection,
         )
+        await decode_text(conn)
+        return conn
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
         raise storage_failed(f"cannot connect to PostgreSQL at {config.where}: {reason(exc)}") from None
 
 
 async def create_pool(config: PostgresConfig) -> asyncpg.Pool:
-    """The broker's pool: ``pool_size`` connections, each with the session settings."""
+    """The broker's pool: ``pool_size`` connections, each with the session settings and stored values."""
     try:
         pool = await asyncpg.create_pool(
             config.url,
@@ -98,6 +103,8 @@ async def create_pool(config: PostgresConfig) -> asyncpg.Pool:
             max_size=config.pool_size,
             timeout=CONNECT_TIMEOUT_S,
             server_settings=config.server_settings(),
+            connection_class=TextConnection,
+            init=decode_text,
         )
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
         raise storage_failed(f"cannot connect to PostgreSQL at {config.where}: {reason(exc)}") from None

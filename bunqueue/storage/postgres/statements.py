@@ -91,17 +91,29 @@ QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(json_build_array($1:
 # then ``room.n`` is what the limits leave, concurrency first and then the rate, as in memory. The rate
 # limit is the memory engine's token bucket (``QueueLimits``): refilled to now, spent by ``spent`` below
 # (which also clears a limit whose ttl ran out). ``limited`` differing from $7 tells the caller to claim
-# the other way next time (the unlocked claim of a limited queue took nothing).
+# the other way next time (the unlocked claim of a limited queue took nothing). PostgreSQL raises where
+# float arithmetic overflows or underflows and memory's gives inf or 0: a rate past 1e290 per ms counts as
+# infinite (the bucket refills at once), one below 1e-290 as 0, and a refill past the bucket is not summed.
 _ROOM = f"""
+bucket AS (
+    -- The rate per ms; a duration is positive (``limits``), the limit any finite number.
+    SELECT q.*, CASE
+        WHEN q.rate_max IS NULL THEN NULL
+        WHEN abs(q.rate_max)::numeric > q.duration::numeric * 1e290 THEN sign(q.rate_max) * 'Infinity'::float8
+        WHEN abs(q.rate_max)::numeric < q.duration::numeric * 1e-290 THEN 0
+        ELSE q.rate_max / q.duration END AS per_ms
+    FROM (SELECT *, coalesce(rate_duration, {DEFAULT_RATE_DURATION})::float8 AS duration FROM bunqueue_queues
+          WHERE namespace = $1 AND queue = $2) q
+),
 controls AS (
     SELECT q.paused, q.concurrency, q.rate_max, q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL AS limited,
            q.rate_max IS NOT NULL AND q.rate_expires_at IS NOT NULL AND clock.now >= q.rate_expires_at
                AS rate_expired,
-           CASE WHEN q.rate_max / coalesce(q.rate_duration, {DEFAULT_RATE_DURATION}) > 0
-                THEN least(q.rate_max, q.rate_tokens + (clock.now - q.rate_refilled_at)
-                                       * (q.rate_max / coalesce(q.rate_duration, {DEFAULT_RATE_DURATION})))
+           CASE WHEN q.per_ms > 0 AND (clock.now - q.rate_refilled_at) * q.per_ms >= q.rate_max - q.rate_tokens
+                THEN q.rate_max
+                WHEN q.per_ms > 0 THEN q.rate_tokens + (clock.now - q.rate_refilled_at) * q.per_ms
                 ELSE q.rate_tokens END AS tokens
-    FROM bunqueue_queues q, clock WHERE q.namespace = $1 AND q.queue = $2
+    FROM bucket q, clock
 ),
 room AS (
     SELECT coalesce(c.limited, false) AS limited, c.rate_expired, c.tokens,
@@ -246,6 +258,7 @@ LEFT JOIN bunqueue_queues q ON q.namespace = $1 AND q.queue = j.queue
 WHERE {_SETTLES}
 FOR UPDATE OF j
 """
+
 
 # Lapsed leases of the namespace, up to $2 of them, locked (another broker's sweep skips them).
 EXPIRE_READ = f"""

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from bunqueue.storage.postgres.pgtext import from_text
 from bunqueue.storage.postgres.statements import CHANNEL
 
 log = logging.getLogger("bunqueue.postgres")
@@ -103,9 +104,10 @@ class Wakeups:
         except (ValueError, TypeError):
             log.warning("ignored a malformed notification on %s: %r", CHANNEL, payload[:200])
             return
-        if namespace == self.namespace:
+        # The names are as stored (``pgtext``): a notification's payload is no statement result.
+        if type(namespace) is str and from_text(namespace) == self.namespace and type(queue) is str:
             self.received += 1
-            self.wake(queue)
+            self.wake(from_text(queue))
 
     def waiter(self, queue: str) -> asyncio.Future[None]:
         """A future that completes at the queue's next wake-up."""

@@ -281,6 +281,34 @@ async def test_a_retried_batch_inserts_nothing_new_and_answers_the_same_ids(
     assert (await _row(hot, "c0"))["state"] == states.READY
 
 
+class _HolderFinishesFirst(HotPath):
+    """A hot path whose first look-up of holders comes after another broker deleted them (the window between
+    a push's insert and its look-up, made certain)."""
+
+    finished = False
+
+    async def _holders(self, conn: asyncpg.Connection, columns: Any, left_out: list[int]) -> dict[int, str]:
+        if not self.finished:
+            self.finished = True
+            await self.pool.execute("DELETE FROM bunqueue_jobs WHERE namespace = $1 AND id = 'held'", NS)
+        return await super()._holders(conn, columns, left_out)
+
+
+async def test_a_push_whose_holder_finished_before_the_look_up_is_pushed_again(
+    postgres_url: str, factory: JobFactory
+) -> None:
+    opened = await _open(postgres_url, "b-again")
+    hot = _HolderFinishesFirst(opened.pool, opened.session, opened.wakeups, 5000)
+    try:
+        assert await hot.push(_build(factory, customId="held")) == "held"
+        ids = await hot.push_many([_build(factory, customId="held", data=2), _build(factory)])
+        assert ids[0] == "held" and hot.finished
+        record = await hot.pool.fetchval("SELECT record FROM bunqueue_jobs WHERE namespace = $1 AND id = 'held'", NS)
+        assert Job.from_record(unpack(record)).data == 2
+    finally:
+        await hot.close()
+
+
 async def test_a_push_wakes_a_puller_of_another_broker_before_its_poll(postgres_url: str, factory: JobFactory) -> None:
     b1 = await _open(postgres_url, "b1")
     b2 = await _open(postgres_url, "b2", poll_ms=5000)

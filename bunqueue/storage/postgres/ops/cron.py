@@ -31,7 +31,7 @@ from bunqueue.storage.postgres.jobfamily import admitted
 from bunqueue.storage.postgres.jobrows import PushColumns
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.ops.workers import SERVES
-from bunqueue.storage.postgres.pgtext import to_text
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.schema import pack, unpack
 
@@ -83,11 +83,13 @@ class CronFamily(Family):
         """Add or replace the cron the request defines (checked as in memory); its view."""
         now = self.clock()
         cron = Cron(parse_definition(definition, now))
+        if len(cron.name) > MAX_KEY_CHARS:
+            raise CommandError(errors.must_be_at_most_chars("name", MAX_KEY_CHARS))
         following = cron.first_run(now)
         assert following is not None  # parse_definition checked that a future run exists
         first = now if options.flag(definition, "immediately") else following
         row = await self.pool.fetchrow(
-            _UPSERT, self.namespace, to_text(cron.name), int(first), int(following), pack(cron.record()))
+            _UPSERT, self.namespace, cron.name, int(first), int(following), pack(cron.record()))
         assert row is not None
         cron.executions = row["executions"]
         cron.next_run = following if row["replaced"] else first
@@ -97,7 +99,7 @@ class CronFamily(Family):
         return cron.view()
 
     async def remove_cron(self, name: Any) -> bool:
-        if type(name) is not str or await self.pool.fetchval(_REMOVE, self.namespace, to_text(name)) is None:
+        if type(name) is not str or await self.pool.fetchval(_REMOVE, self.namespace, name) is None:
             return False
         if self.events.notices:
             self.events.notify(eventnames.CRON_DELETED, {"name": name})
@@ -107,7 +109,7 @@ class CronFamily(Family):
         return [_cron_of(row).view() for row in await self.pool.fetch(_LIST, self.namespace)]
 
     async def cron_view(self, name: Any) -> dict[str, Any]:
-        row = await self.pool.fetchrow(_GET, self.namespace, to_text(name)) if type(name) is str else None
+        row = await self.pool.fetchrow(_GET, self.namespace, name) if type(name) is str else None
         if row is None:
             raise CommandError(errors.CRON_NOT_FOUND)
         return _cron_of(row).view()
@@ -140,7 +142,7 @@ class CronFamily(Family):
                 await self._move(conn, cron, scheduled, None, False)
             return
         skip = cron.skip_if_no_worker and not await self.pool.fetchval(
-            SERVES, self.namespace, to_text(cron.queue), self.settings.worker_timeout_ms)
+            SERVES, self.namespace, cron.queue, self.settings.worker_timeout_ms)
         job: Job | None = None
         refusal: CommandError | None = None
         if not skip:
@@ -167,7 +169,7 @@ class CronFamily(Family):
     ) -> bool:
         """Move the cron from the run at ``scheduled`` to ``following`` (none left: remove it); False when
         another broker moved it first."""
-        key = to_text(cron.name)
+        key = cron.name
         if following is None:
             return await conn.fetchval(_RETIRE, self.namespace, key, scheduled) is not None
         moved = await conn.fetchval(_ADVANCE, self.namespace, key, scheduled, int(following), int(counted))

@@ -30,9 +30,9 @@ RELEASE_KEY = "UPDATE bunqueue_jobs SET unique_key = NULL, record = $3 WHERE nam
 
 
 def _storable(value: Any) -> bool:
-    """Whether ``value`` can name a stored key or job: a string without NUL, which PostgreSQL text never
-    holds (so one with NUL names nothing, as an unknown key in memory)."""
-    return type(value) is str and "\0" not in value
+    """Whether ``value`` can name a stored key or job: a string (another value names nothing, as an
+    unknown key in memory)."""
+    return type(value) is str
 
 
 def _holds_key(row: asyncpg.Record | None, now: float) -> Job | None:

@@ -37,6 +37,7 @@ from bunqueue.monitoring.counters import Counters
 from bunqueue.storage.postgres import statements
 from bunqueue.storage.postgres.attempts import Losses, Lost
 from bunqueue.storage.postgres.ops.family import Family
+from bunqueue.storage.postgres.pgtext import bigint_sql
 from bunqueue.storage.postgres.sessions import NOW_MS
 from bunqueue.storage.postgres.statements import _END_LEASE, _LOST_COLUMNS, _notify_ready
 from bunqueue.storage.schema import pack, unpack
@@ -70,7 +71,7 @@ REQUEUE = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
 moved AS (
     UPDATE bunqueue_jobs j
-    SET run_at = (clock.now + $3::float8)::bigint,
+    SET run_at = {bigint_sql("clock.now + $3::float8")},
         state = CASE WHEN $3::float8 > 0 THEN {DELAYED} ELSE {READY} END,
         seq = CASE WHEN $6 THEN nextval('bunqueue_job_seq') ELSE j.seq END,
         attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END,
@@ -221,7 +222,7 @@ class JobControlFamily(Family):
         """Straight to the DLQ (reason unknown) from waiting, delayed or active; else not found, as in memory."""
         losses = Losses()
         async with self.pool.acquire() as conn, conn.transaction():
-            row = await conn.fetchrow(DISCARD_READ, self.namespace, job_id)
+            row = await conn.fetchrow(DISCARD_READ, self.namespace, job_id) if type(job_id) is str else None
             _check_lease(row, job_id, token)
             if row is None or row["state"] not in (READY, DELAYED, ACTIVE):
                 raise CommandError(errors.JOB_NOT_FOUND)

@@ -15,6 +15,7 @@ from typing import Any
 from bunqueue.broker import states
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.ops.family import Family
+from bunqueue.storage.postgres.pgtext import bigint_sql
 from bunqueue.storage.postgres.sessions import NOW_MS
 
 # Every request of a batch at once: ($2 ids, $3 tokens, $4 durations, $5 renews). A request that renews
@@ -25,7 +26,7 @@ WITH clock AS (SELECT {NOW_MS} AS now)
 UPDATE bunqueue_jobs j
 SET last_heartbeat = clock.now,
     lease_ttl = CASE WHEN a.renew THEN coalesce(a.ttl, j.lease_ttl) ELSE j.lease_ttl END,
-    lease_expires_at = CASE WHEN a.renew THEN (clock.now + coalesce(a.ttl, j.lease_ttl))::bigint
+    lease_expires_at = CASE WHEN a.renew THEN {bigint_sql("clock.now + coalesce(a.ttl, j.lease_ttl)")}
                             ELSE j.lease_expires_at END
 FROM unnest($2::text[], $3::text[], $4::float8[], $5::bool[]) AS a(id, token, ttl, renew), clock
 WHERE j.namespace = $1 AND j.id = a.id AND j.state = {states.ACTIVE}

@@ -22,7 +22,6 @@ from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.config import Settings
 from bunqueue.storage.postgres.ops.family import Family
-from bunqueue.storage.postgres.pgtext import to_text
 from bunqueue.storage.schema import pack, unpack
 from bunqueue.webhooks.delivery import DRAIN_LIMIT_MS, WebhookDelivery
 from bunqueue.webhooks.registry import Webhook, WebhookRegistry
@@ -93,7 +92,7 @@ class WebhooksFamily(Family):
                 "createdAt": hook.created_at}
 
     async def remove_webhook(self, hook_id: Any) -> bool:
-        if type(hook_id) is not str or await self.pool.fetchval(_REMOVE, self.namespace, to_text(hook_id)) is None:
+        if type(hook_id) is not str or await self.pool.fetchval(_REMOVE, self.namespace, hook_id) is None:
             return False
         self.webhook_changes += 1
         if self.webhooks.remove(hook_id) is None and self.events.notices:
@@ -119,10 +118,10 @@ class WebhooksFamily(Family):
         return {"webhooks": views, "stats": {"total": len(rows), "enabled": enabled}}
 
     async def has_webhook(self, hook_id: str) -> bool:
-        return bool(await self.pool.fetchval(_HAS, self.namespace, to_text(hook_id)))
+        return bool(await self.pool.fetchval(_HAS, self.namespace, hook_id))
 
     async def set_webhook_enabled(self, hook_id: str, enabled: bool) -> bool:
-        was = await self.pool.fetchval(_SET_ENABLED, self.namespace, to_text(hook_id), enabled)
+        was = await self.pool.fetchval(_SET_ENABLED, self.namespace, hook_id, enabled)
         if was is None:
             return False
         self.webhook_changes += 1

@@ -15,14 +15,16 @@ from typing import Any
 
 import asyncpg
 
+from bunqueue import errors
 from bunqueue._core.jobs import JobFactory, wire_number
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session
 from bunqueue.broker.timers.workerregistry import ACTIVE, REMOVE_AFTER_TIMEOUTS, STALE
 from bunqueue.config import Settings
+from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.ops.family import Family
-from bunqueue.storage.postgres.pgtext import from_text, to_text
+from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS, from_text
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.sessions import NOW_MS
 
@@ -109,18 +111,18 @@ SELECT EXISTS (SELECT 1 FROM bunqueue_workers
 
 
 def _name_of(row: asyncpg.Record) -> str | None:
-    return None if row["name"] is None else from_text(row["name"])
+    return row["name"]
 
 
 def worker_view(row: asyncpg.Record, id_key: str, status: str) -> dict[str, Any]:
     """A row as ``Worker.view`` shows a worker."""
-    out: dict[str, Any] = {id_key: from_text(row["worker_id"])}
+    out: dict[str, Any] = {id_key: row["worker_id"]}
     if row["name"] is not None:
-        out["name"] = from_text(row["name"])
+        out["name"] = row["name"]
     out.update(
         queues=[from_text(queue) for queue in row["queues"]],
         concurrency=wire_number(row["concurrency"]),
-        hostname=from_text(row["hostname"]),
+        hostname=row["hostname"],
         pid=wire_number(row["pid"]),
         status=status,
         registeredAt=wire_number(row["registered_at"]),
@@ -146,10 +148,12 @@ class WorkersFamily(Family):
         self, session_key: int, name: str | None, queues: list[str], concurrency: float, worker_id: str | None,
         hostname: str | None, pid: float | None, started_at: float | None,
     ) -> dict[str, Any]:
+        if type(worker_id) is str and len(worker_id) > MAX_KEY_CHARS:
+            raise CommandError(errors.must_be_at_most_chars("workerId", MAX_KEY_CHARS))
         row = await self.pool.fetchrow(
-            _REGISTER, self.namespace, to_text(worker_id if worker_id is not None else self.factory.new_token()),
-            self.config.broker_id, session_key, None if name is None else to_text(name),
-            [to_text(queue) for queue in queues], concurrency, None if hostname is None else to_text(hostname),
+            _REGISTER, self.namespace, worker_id if worker_id is not None else self.factory.new_token(),
+            self.config.broker_id, session_key, name,
+            queues, concurrency, hostname,
             pid, started_at,
         )
         assert row is not None
@@ -165,7 +169,7 @@ class WorkersFamily(Family):
     async def unregister_worker(self, worker_id: Any) -> bool:
         if type(worker_id) is not str:
             return False
-        if await self.pool.fetchval(_UNREGISTER, self.namespace, to_text(worker_id)) is None:
+        if await self.pool.fetchval(_UNREGISTER, self.namespace, worker_id) is None:
             return False
         if self.events.notices:
             self.events.notify(eventnames.WORKER_DISCONNECTED, {"workerId": worker_id})
@@ -206,7 +210,7 @@ class WorkersFamily(Family):
         if type(worker_id) is not str:
             return False
         if not await self.pool.fetchval(
-                _HEARTBEAT, self.namespace, to_text(worker_id), active_jobs, processed, failed):
+                _HEARTBEAT, self.namespace, worker_id, active_jobs, processed, failed):
             return False
         if self.events.notices:
             self.events.notify(eventnames.WORKER_HEARTBEAT, {"workerId": worker_id})
@@ -230,7 +234,7 @@ class WorkersFamily(Family):
         if self.events.notices:
             for row in rows:
                 self.events.notify(eventnames.WORKER_DISCONNECTED, {
-                    "workerId": from_text(row["worker_id"]), "name": _name_of(row), "clientId": client_id})
+                    "workerId": row["worker_id"], "name": _name_of(row), "clientId": client_id})
 
     async def remove_silent_workers(self) -> None:
         limit = REMOVE_AFTER_TIMEOUTS * self.settings.worker_timeout_ms
@@ -238,4 +242,4 @@ class WorkersFamily(Family):
         if self.events.notices:
             for row in rows:
                 self.events.notify(eventnames.WORKER_REMOVED_STALE, {
-                    "workerId": from_text(row["worker_id"]), "name": _name_of(row)})
+                    "workerId": row["worker_id"], "name": _name_of(row)})
