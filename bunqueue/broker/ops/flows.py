@@ -132,6 +132,18 @@ def _completed(broker: Wiring, job_id: str) -> bool:
 # -- edges ------------------------------------------------------------------------------------------
 
 
+def detach_child(child: Job, parent: Job) -> bool:
+    """RemoveChildDependency's rule, for both engines: a child that has not finished leaves a parent still
+    waiting for it; both lose the link and its metadata (the caller drops the edge). False: nothing changes."""
+    if parent.state != states.WAITING_CHILDREN or child.state not in DETACHABLE or child.id not in parent.depends_on:
+        return False
+    child.parent_id = None
+    child.data = without_keys(child.data, ("__parentId", "__parentQueue"))
+    parent.children_ids = [kid for kid in parent.children_ids if kid != child.id]
+    parent.data = with_children(parent.data, parent.children_ids)
+    return True
+
+
 def remove_child_dependency(broker: Wiring, child_id: str) -> bool:
     """Detach a child from its waiting parent: both lose the edge and its metadata."""
     child = broker.jobs.get(child_id)
@@ -140,17 +152,8 @@ def remove_child_dependency(broker: Wiring, child_id: str) -> bool:
     if not child.parent_id:
         raise CommandError(errors.job_has_no_parent(child_id))
     parent = broker.jobs.get(child.parent_id)
-    if (
-        parent is None
-        or parent.state != states.WAITING_CHILDREN
-        or child.state not in DETACHABLE
-        or child_id not in parent.depends_on
-    ):
+    if parent is None or not detach_child(child, parent):
         return False
-    child.parent_id = None
-    child.data = without_keys(child.data, ("__parentId", "__parentQueue"))
-    parent.children_ids = [kid for kid in parent.children_ids if kid != child_id]
-    parent.data = with_children(parent.data, parent.children_ids)
     unresolved = [dep for dep in parent.depends_on if dep != child_id and not _completed(broker, dep)]
     deps = broker.deps
     for dep in parent.depends_on:

@@ -12,6 +12,7 @@ import msgpack
 
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
+from bunqueue._testbase.twins import Names
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
@@ -25,7 +26,6 @@ from bunqueue.storage.postgres.pool import PostgresConfig, connect
 Reply = dict[str, Any]
 # Far longer than any test waits: a long-poll answered in time was woken, not polled.
 POLL_MS = 30_000
-TIMES = {"timestamp", "createdAt", "startedAt", "processedOn", "runAt", "finishedOn", "completedAt", "lastHeartbeat"}
 
 
 class BrokerOverPostgresJobs(Broker):
@@ -72,36 +72,6 @@ class Connection:
 
     async def call(self, request: Reply) -> Reply:
         return await self.reply(self.send(request))
-
-
-class Names:
-    """Ids, tokens and times replaced by their order of appearance, so two engines' replies compare."""
-
-    def __init__(self) -> None:
-        self.seen: dict[Any, str] = {}
-
-    def name(self, kind: str, value: Any) -> str:
-        key = (kind, value)
-        if key not in self.seen:
-            self.seen[key] = f"<{kind}{sum(1 for k in self.seen if k[0] == kind)}>"
-        return self.seen[key]
-
-    def __call__(self, value: Any, field: str = "") -> Any:
-        if isinstance(value, dict):
-            return {k: self(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self(v, field) for v in value]
-        if field in TIMES and isinstance(value, (int, float)):
-            return "<time>"
-        if field in ("id", "ids", "jobId") and isinstance(value, str):
-            return self.name("id", value)
-        if field in ("token", "tokens") and isinstance(value, str):
-            return self.name("token", value)
-        if field == "error" and isinstance(value, str):
-            for (kind, known), label in self.seen.items():
-                if kind == "id":
-                    value = value.replace(known, label)
-        return value
 
 
 Scenario = Callable[[CommandRunner], Awaitable[list[Reply]]]

@@ -25,7 +25,7 @@ from bunqueue.broker import states
 from bunqueue.broker.components import eventhub, eventnames, flowgraph
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.components.flowpolicy import PENDING_PARENT, WAITING_PARENT, flow_record
-from bunqueue.broker.ops.flows import DETACHABLE, data_field, with_children, without_keys
+from bunqueue.broker.ops.flows import data_field, detach_child
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres import dependencies, flowsql
 from bunqueue.storage.postgres.flowrows import adopt, job_of_row, pending_of, read_job, read_jobs, save_jobs
@@ -141,17 +141,8 @@ class FlowFamily(Family):
             if not child.parent_id:
                 raise CommandError(errors.job_has_no_parent(child_id))
             parent = await read_job(conn, self.namespace, child.parent_id, lock=True)
-            if (
-                parent is None
-                or parent.state != states.WAITING_CHILDREN
-                or child.state not in DETACHABLE
-                or child_id not in parent.depends_on
-            ):
+            if parent is None or not detach_child(child, parent):
                 return False
-            child.parent_id = None
-            child.data = without_keys(child.data, ("__parentId", "__parentQueue"))
-            parent.children_ids = [kid for kid in parent.children_ids if kid != child_id]
-            parent.data = with_children(parent.data, parent.children_ids)
             pending = await pending_of(conn, self.namespace, parent.id)
             parent.depends_on = [dep for dep in parent.depends_on if dep != child_id and dep in pending]
             await conn.execute(flowsql.DROP_EDGES, self.namespace, parent.id, [child_id])
