@@ -20,6 +20,7 @@ import sqlite3
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,8 @@ CRON = "crash-cron"
 CRON_EVERY_MS = 100
 # Buffered (non-durable) pushes acknowledged at most this long before a kill may be lost.
 BUFFER_LOSS_WINDOW_MS = 250.0
+# The stack a FAIL sends: a job delivered after its FAIL was acknowledged must carry it.
+FAIL_STACK = ["crash-load"]
 
 
 @dataclass
@@ -44,10 +47,14 @@ class History:
     durable: dict[str, tuple[int, float]] = field(default_factory=dict)
     buffered: dict[str, tuple[int, float]] = field(default_factory=dict)
     acked: set[str] = field(default_factory=set)
+    # Job id -> (round, time its ACK was acknowledged), as for pushes.
+    acked_at: dict[str, tuple[int, float]] = field(default_factory=dict)
     # Job id -> how many of its completions (ACK, ACKB) were acknowledged; more than one is a defect.
     completions: Counter[str] = field(default_factory=Counter)
-    # Jobs whose FAIL was acknowledged (each is failed once, then retried), and delayed pushes.
-    failed: set[str] = field(default_factory=set)
+    # Jobs whose FAIL was acknowledged (each is failed once, then retried) -> (round, time), and delayed pushes.
+    failed: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # Job id -> whether its latest delivery carried FAIL_STACK.
+    failure_seen: dict[str, bool] = field(default_factory=dict)
     delayed: int = 0
     cron_completed: int = 0
     redelivered_after_ack: list[str] = field(default_factory=list)
@@ -57,14 +64,24 @@ class History:
     graphs_acked: set[str] = field(default_factory=set)
     # Children pulled while the server did not know their parent: a graph visible in part.
     orphan_pulls: list[str] = field(default_factory=list)
+    # The pushed jobs the server still knew after the last restart and the drain.
+    known: set[str] = field(default_factory=set)
 
-    def delivered(self, job_id: str) -> None:
+    def delivered(self, job: dict[str, object]) -> None:
+        job_id = str(job["id"])
         if job_id in self.acked:
             self.redelivered_after_ack.append(job_id)
+        self.failure_seen[job_id] = job.get("stacktrace") == FAIL_STACK
 
-    def completed(self, job_id: str) -> None:
+    def completed(self, job_id: str, round_no: int = -1) -> None:
         self.acked.add(job_id)
+        # The first: an ACK undone by a power loss is acknowledged again after the job comes back.
+        self.acked_at.setdefault(job_id, (round_no, now_ms()))
         self.completions[job_id] += 1
+
+    def failures_lost(self) -> list[str]:
+        """Jobs whose FAIL was acknowledged but whose latest delivery does not show it."""
+        return [job_id for job_id in self.failed if not self.failure_seen.get(job_id, False)]
 
 
 def now_ms() -> float:
@@ -99,7 +116,7 @@ async def produce(addr: tuple[str, int], history: History, stop: asyncio.Event, 
         conn.abort()
 
 
-async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
+async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int) -> None:
     conn = await connect(*addr)
     try:
         while not stop.is_set():
@@ -108,16 +125,16 @@ async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event) 
             job = reply.get("job")
             if not job:
                 continue
-            history.delivered(job["id"])
+            history.delivered(job)
             if job["id"] not in history.failed and len(history.acked) % 5 == 0:
                 failure = await conn.request({"cmd": "FAIL", "id": job["id"], "token": reply["token"],
-                                              "error": "crash-load"})
+                                              "error": "crash-load", "stack": FAIL_STACK})
                 if failure.get("ok"):
-                    history.failed.add(job["id"])
+                    history.failed[job["id"]] = (round_no, now_ms())
                 continue
             ack = await conn.request({"cmd": "ACK", "id": job["id"], "token": reply["token"]})
             if ack.get("ok"):
-                history.completed(job["id"])
+                history.completed(job["id"], round_no)
     except (ConnectionError, OSError):
         pass
     finally:
@@ -170,7 +187,7 @@ async def consume_flows(addr: tuple[str, int], history: History, stop: asyncio.E
         conn.abort()
 
 
-async def consume_cron(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
+async def consume_cron(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int) -> None:
     conn = await connect(*addr)
     try:
         while not stop.is_set():
@@ -178,10 +195,10 @@ async def consume_cron(addr: tuple[str, int], history: History, stop: asyncio.Ev
             job = reply.get("job")
             if not job:
                 continue
-            history.delivered(job["id"])
+            history.delivered(job)
             ack = await conn.request({"cmd": "ACK", "id": job["id"], "token": reply["token"]})
             if ack.get("ok"):
-                history.completed(job["id"])
+                history.completed(job["id"], round_no)
                 history.cron_completed += 1
     except (ConnectionError, OSError):
         pass
@@ -189,7 +206,8 @@ async def consume_cron(addr: tuple[str, int], history: History, stop: asyncio.Ev
         conn.abort()
 
 
-async def one_round(proc: ServerProcess, history: History, rng: random.Random) -> None:
+async def one_round(proc: ServerProcess, history: History, rng: random.Random,
+                    seconds: tuple[float, float] = (0.1, 0.6)) -> None:
     stop = asyncio.Event()
     round_no = len(history.kills)
     if round_no == 0:
@@ -199,11 +217,11 @@ async def one_round(proc: ServerProcess, history: History, rng: random.Random) -
         assert reply.get("ok"), reply
         await conn.close()
     tasks = [asyncio.create_task(produce(proc.addr, history, stop, round_no)) for _ in range(2)]
-    tasks += [asyncio.create_task(consume(proc.addr, history, stop)) for _ in range(3)]
+    tasks += [asyncio.create_task(consume(proc.addr, history, stop, round_no)) for _ in range(3)]
     tasks.append(asyncio.create_task(produce_flows(proc.addr, history, stop, round_no, rng)))
     tasks.append(asyncio.create_task(consume_flows(proc.addr, history, stop)))
-    tasks.append(asyncio.create_task(consume_cron(proc.addr, history, stop)))
-    await asyncio.sleep(rng.uniform(0.1, 0.6))
+    tasks.append(asyncio.create_task(consume_cron(proc.addr, history, stop, round_no)))
+    await asyncio.sleep(rng.uniform(*seconds))
     assert proc.proc is not None
     os.kill(proc.proc.pid, signal.SIGKILL)
     history.kills.append(now_ms())
@@ -226,12 +244,12 @@ async def drain(addr: tuple[str, int], history: History) -> set[str]:
                 continue
             idle = 0
             for job in reply["jobs"]:
-                history.delivered(job["id"])
+                history.delivered(job)
             ids = [job["id"] for job in reply["jobs"]]
             ack = await conn.request({"cmd": "ACKB", "ids": ids, "tokens": reply["tokens"]})
             assert ack["ok"], ack
             for job_id in ids:
-                history.completed(job_id)
+                history.completed(job_id, len(history.kills))
         known: set[str] = set()
         pushed = list(history.durable) + list(history.buffered)
         for i in range(0, len(pushed), 500):
@@ -290,6 +308,8 @@ class Verdict:
     delayed_pushed: int
     # Jobs whose completion was acknowledged twice.
     double_completed: int
+    # Jobs whose FAIL was acknowledged and later delivered without its failure (or never again).
+    failures_lost: int
     cron_completed: int
     # Whether the cron is still registered after the last kill.
     cron_alive: bool = False
@@ -323,24 +343,33 @@ def check(history: History, known: set[str], data: Path) -> Verdict:
         failed=len(history.failed),
         delayed_pushed=history.delayed,
         double_completed=sum(n > 1 for n in history.completions.values()),
+        failures_lost=len(history.failures_lost()),
         cron_completed=history.cron_completed,
     )
 
 
-async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) -> Verdict:
+async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False,
+              killed_env: Mapping[str, str] | None = None,
+              after_kill: Callable[[History], None] | None = None, history: History | None = None,
+              round_seconds: tuple[float, float] = (0.1, 0.6)) -> Verdict:
+    """``killed_env`` is added to the environment of the servers that are killed; ``after_kill`` runs
+    after each kill, before the next start (the power-loss test drops unsynced writes there); each server
+    is killed after a random time within ``round_seconds``."""
     rng = random.Random(seed)
     data = workdir / "crash.db"
-    history = History()
+    history = History() if history is None else history
     env = {"BUNQUEUE_DATA_PATH": str(data), "RATE_LIMIT_MAX_REQUESTS": "0"}
     for i in range(kills):
-        proc = ServerProcess(env=env).start()
-        await one_round(proc, history, rng)
+        proc = ServerProcess(env={**env, **(killed_env or {})}).start()
+        await one_round(proc, history, rng, round_seconds)
+        if after_kill is not None:
+            after_kill(history)
         if progress:
             print(f"kill {i + 1}/{kills}: {len(history.durable) + len(history.buffered)} pushed,"
                   f" {len(history.acked)} acked", file=sys.stderr)
     proc = ServerProcess(env=env).start()
     try:
-        known = await drain(proc.addr, history)
+        known = history.known = await drain(proc.addr, history)
         flows = await check_flows(proc.addr, history)
         conn = await connect(*proc.addr)
         cron = await conn.request({"cmd": "CronGet", "name": CRON})
@@ -368,7 +397,7 @@ def main() -> None:
     flows = verdict.flows
     ok = (verdict.durable_missing == 0 and verdict.redelivered_after_ack == 0
           and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok"
-          and verdict.double_completed == 0 and verdict.cron_alive
+          and verdict.double_completed == 0 and verdict.failures_lost == 0 and verdict.cron_alive
           and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0
           and flows.orphan_pulls == 0)
     print("PASS" if ok else "FAIL")

@@ -24,6 +24,7 @@ def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     assert verdict.integrity == "ok"
     assert verdict.failed > 0 and verdict.delayed_pushed > 0, verdict
     assert verdict.double_completed == 0, verdict
+    assert verdict.failures_lost == 0, verdict
     assert verdict.cron_completed > 0 and verdict.cron_alive, verdict
     flows = verdict.flows
     assert flows is not None and flows.graphs_acked > 0, "no flow graph was pushed"
