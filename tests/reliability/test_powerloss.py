@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,14 +24,57 @@ from tests.reliability.powerloss import PowerVerdict, run_cuts
 CUTS = int(os.environ.get("BUNQUEUE_POWER_CUTS", "8"))
 
 
-def power_cuts(tmp_path: Path, synchronous: str, seed: int) -> PowerVerdict:
+def shim(folder: Path) -> Path:
     try:
-        powercut.build(tmp_path / "shim")
+        return powercut.build(folder)
     except powercut.PowercutUnavailable as exc:
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(str(exc))
+
+
+def power_cuts(tmp_path: Path, synchronous: str, seed: int) -> PowerVerdict:
+    shim(tmp_path / "shim")
     return asyncio.run(run_cuts(CUTS, tmp_path, synchronous, seed=seed))
+
+
+# Commits rows 0-99 with an fsync each, then 100-149 without any, and waits to be killed.
+WRITER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("PRAGMA synchronous=FULL")
+conn.execute("CREATE TABLE t (n INTEGER)")
+for n in range(100):
+    conn.execute("INSERT INTO t VALUES (?)", (n,))
+conn.execute("PRAGMA synchronous=OFF")
+for n in range(100, 150):
+    conn.execute("INSERT INTO t VALUES (?)", (n,))
+print("written", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_cut_takes_each_file_back_to_its_last_fsync(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "t.db"
+    env = {**os.environ, **powercut.server_env(shim(tmp_path / "shim"))}
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], env=env, stdout=subprocess.PIPE)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == b"written\n"
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as before:
+            assert before.execute("SELECT count(*) FROM t").fetchone() == (150,)
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+    Path(f"{db}-shm").unlink(missing_ok=True)
+    cuts = powercut.cut(data)
+    assert [cut.path.name for cut in cuts] == ["t.db-wal"] and cuts[0].bytes_dropped > 0
+    assert sorted(path.name for path in data.iterdir()) == ["t.db", "t.db-wal"]
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as after:
+        assert after.execute("SELECT min(n), max(n), count(*) FROM t").fetchone() == (0, 99, 100)
+        assert after.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 def test_full_loses_nothing_acknowledged_on_power_loss(tmp_path: Path) -> None:
@@ -55,3 +103,32 @@ def test_normal_loses_only_what_came_after_the_last_wal_fsync(tmp_path: Path) ->
     assert [cut.integrity for cut in verdict.cuts] == ["ok"] * CUTS and crash.integrity == "ok"
     flows = crash.flows
     assert flows is not None and flows.partial == flows.stuck_parents == 0, flows
+
+
+# Creates a database and never fsyncs anything, then waits to be killed.
+UNSYNCED = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA synchronous=OFF")
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("CREATE TABLE t (n INTEGER)")
+print("written", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_file_created_since_its_folder_was_last_fsynced_is_gone_after_a_cut(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {**os.environ, **powercut.server_env(shim(tmp_path / "shim"))}
+    writer = subprocess.Popen([sys.executable, "-c", UNSYNCED, str(data / "t.db")], env=env,
+                              stdout=subprocess.PIPE)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == b"written\n"
+        assert {"t.db", "t.db-wal", "t.db.created", "t.db-wal.created"} <= {p.name for p in data.iterdir()}
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+    cuts = powercut.cut(data)
+    assert sorted((cut.path.name, cut.removed) for cut in cuts) == [("t.db", True), ("t.db-wal", True)]
+    assert list(data.iterdir()) == []
