@@ -12,15 +12,19 @@
  * folder was fsynced: until then a marker "<file>.created" says to delete it. fsync()/fdatasync() are
  * interposed for that: a sync of a folder drops the markers of the files created in it.
  *
- * Limits of the model: every write not yet synced is lost in full (a disk that keeps some of them, in any
- * order, or tears a sector, is not modelled); unlink and rename are taken as durable at once; the -shm file
- * is not tracked (it does not survive a power loss: the replay deletes it); only files opened through the
- * VFS are tracked, and memory-mapped I/O is not offered (io methods version 2).
+ * Each change is also logged as it will be (WRITE, TRUNCATE), so that a replay may keep part of the
+ * unsynced writes: any subset of their sectors, as a disk that reorders its writes and loses power between
+ * two of them would.
  *
- * Records: a 24-byte header {u32 kind, u32 zero, u64 offset, u64 length} then, for DATA, length bytes.
- * SIZE (kind 1): offset = the file's size at its last sync, length = that sync's time in microseconds.
- * DATA (kind 2): the old bytes at offset. A record cut short by the kill is the last one and is ignored:
- * the change it would have undone was not made.
+ * Limits of the model: a sector (512 bytes) is written whole or not at all; unlink and rename are taken as
+ * durable at once; the -shm file is not tracked (it does not survive a power loss: the replay deletes it);
+ * only files opened through the VFS are tracked, and memory-mapped I/O is not offered (io methods version 2).
+ *
+ * Records: a 24-byte header {u32 kind, u32 zero, u64 offset, u64 length} then, for DATA and WRITE, length
+ * bytes. SIZE (kind 1): offset = the file's size at its last sync, length = that sync's time in
+ * microseconds. DATA (kind 2): the old bytes at offset. WRITE (kind 3): the new bytes at offset. TRUNCATE
+ * (kind 4): offset = the new size. A record cut short by the kill is the last one and is ignored: the
+ * change it belongs to was not made.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -36,7 +40,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-enum { KIND_SIZE = 1, KIND_DATA = 2, MAX_TRACKED = 64 };
+enum { KIND_SIZE = 1, KIND_DATA = 2, KIND_WRITE = 3, KIND_TRUNCATE = 4, MAX_TRACKED = 64 };
 
 typedef struct {
     uint32_t kind;
@@ -140,6 +144,17 @@ static void save_old(Tracked *t, int64_t offset, int64_t length) {
     if (got < 0) die("read", t->path);
     /* Bytes past the current end (a truncate earlier in this epoch) are restored by the earlier record. */
     if ((size_t)got < n) memset(buf + sizeof r + got, 0, n - (size_t)got);
+    if (write_all(t->undo_fd, buf, sizeof r + n) != 0) die("write undo log of", t->path);
+    free(buf);
+}
+
+/* What the change will be, for a replay that keeps part of the unsynced writes. */
+static void save_change(Tracked *t, int kind, int64_t offset, const void *bytes, int64_t length) {
+    size_t n = bytes != NULL ? (size_t)length : 0;
+    char *buf = malloc(sizeof(Record) + n);
+    Record r = {(uint32_t)kind, 0, (uint64_t)offset, (uint64_t)length};
+    memcpy(buf, &r, sizeof r);
+    if (n > 0) memcpy(buf + sizeof r, bytes, n);
     if (write_all(t->undo_fd, buf, sizeof r + n) != 0) die("write undo log of", t->path);
     free(buf);
 }
@@ -258,6 +273,7 @@ static int shim_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off
     if (s->tracked == NULL) return s->real->pMethods->xWrite(s->real, buf, n, off);
     pthread_mutex_lock(&s->tracked->lock);
     save_old(s->tracked, off, n);
+    save_change(s->tracked, KIND_WRITE, off, buf, n);
     int rc = s->real->pMethods->xWrite(s->real, buf, n, off);
     pthread_mutex_unlock(&s->tracked->lock);
     return rc;
@@ -270,6 +286,7 @@ static int shim_truncate(sqlite3_file *f, sqlite3_int64 size) {
     int64_t now = file_size(s->tracked);
     if (size < now) save_old(s->tracked, size, now - size);
     else begin_change(s->tracked);
+    save_change(s->tracked, KIND_TRUNCATE, size, NULL, 0);
     int rc = s->real->pMethods->xTruncate(s->real, size);
     pthread_mutex_unlock(&s->tracked->lock);
     return rc;

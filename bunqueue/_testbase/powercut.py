@@ -7,23 +7,28 @@ SIGKILL, :func:`cut` replays those logs: each file returns to its content at its
 creation was never made durable disappear, and the -shm file (shared memory) goes. The server then starts on
 what a disk would hold after a power loss at that moment.
 
-What the model leaves out (see the C source): a disk that keeps part of the unsynced writes, in any order,
-or tears a sector; unlink and rename not yet made durable by a folder fsync (taken as durable at once).
+``cut(folder, keep=0.5)`` models a disk that reorders its writes: every sector written since the last fsync
+survives with that probability. What the model leaves out (see the C source): a torn sector; unlink and
+rename not yet made durable by a folder fsync (taken as durable at once).
 """
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 SOURCE = Path(__file__).with_name("powercut.c")
 HEADER = Path("/usr/include/sqlite3.h")
 # {u32 kind, u32 zero, u64 offset, u64 length}, native byte order as the shim writes it.
 RECORD = struct.Struct("=IIQQ")
-KIND_SIZE, KIND_DATA = 1, 2
+KIND_SIZE, KIND_DATA, KIND_WRITE, KIND_TRUNCATE = 1, 2, 3, 4
+# The unit a disk writes whole or not at all.
+SECTOR = 512
 UNDO, CREATED = ".undo", ".created"
 
 
@@ -68,9 +73,29 @@ class FileCut:
     synced_at: float
     # The file was created and its folder never fsynced: it is gone.
     removed: bool = False
+    # Of the bytes dropped, those written again (``cut`` with ``keep``).
+    bytes_redone: int = 0
 
 
-def _replay(undo: Path, target: Path) -> FileCut | None:
+def _keep_some(f: BinaryIO, records: list[tuple[int, int, int, bytes]], keep: float, rng: random.Random) -> int:
+    """Redo each unsynced sector written with probability ``keep``, in order; returns the bytes redone."""
+    redone = 0
+    for kind, offset, _, payload in records:
+        if kind == KIND_TRUNCATE and rng.random() < keep:
+            f.truncate(offset)
+        elif kind == KIND_WRITE:
+            start = offset
+            while start < offset + len(payload):
+                end = min(offset + len(payload), (start // SECTOR + 1) * SECTOR)
+                if rng.random() < keep:
+                    f.seek(start)
+                    f.write(payload[start - offset : end - offset])
+                    redone += end - start
+                start = end
+    return redone
+
+
+def _replay(undo: Path, target: Path, keep: float, rng: random.Random) -> FileCut | None:
     raw = undo.read_bytes()
     records: list[tuple[int, int, int, bytes]] = []
     pos = 0
@@ -78,12 +103,12 @@ def _replay(undo: Path, target: Path) -> FileCut | None:
         kind, _, offset, length = RECORD.unpack_from(raw, pos)
         pos += RECORD.size
         payload = b""
-        if kind == KIND_DATA:
+        if kind in (KIND_DATA, KIND_WRITE):
             if pos + length > len(raw):
                 break  # cut short by the kill: the write it guards was not made
             payload = raw[pos : pos + length]
             pos += length
-        elif kind != KIND_SIZE:
+        elif kind not in (KIND_SIZE, KIND_TRUNCATE):
             raise ValueError(f"{undo}: unknown record kind {kind} at {pos - RECORD.size}")
         records.append((kind, offset, length, payload))
     undo.unlink()
@@ -101,13 +126,18 @@ def _replay(undo: Path, target: Path) -> FileCut | None:
                 f.write(payload)
                 dropped += len(payload)
         f.truncate(size)
+        redone = _keep_some(f, records, keep, rng) if keep > 0 else 0
         f.flush()
         os.fsync(f.fileno())
-    return FileCut(target, dropped, size, synced_us / 1e6)
+    return FileCut(target, dropped, size, synced_us / 1e6, bytes_redone=redone)
 
 
-def cut(folder: Path) -> list[FileCut]:
-    """Take every tracked file in ``folder`` back to its last fsync; the server must be dead."""
+def cut(folder: Path, keep: float = 0.0, rng: random.Random | None = None) -> list[FileCut]:
+    """Take every tracked file in ``folder`` back to its last fsync; the server must be dead.
+
+    With ``keep`` above 0, each sector written since then is written again with that probability (in the
+    order of the writes): what a disk that reorders its writes holds when the power goes."""
+    rng = rng or random.Random()
     cuts: list[FileCut] = []
     for marker in sorted(folder.glob(f"*{CREATED}")):
         target = folder / marker.name[: -len(CREATED)]
@@ -121,7 +151,7 @@ def cut(folder: Path) -> list[FileCut]:
         if not target.exists():
             undo.unlink()
             continue
-        done = _replay(undo, target)
+        done = _replay(undo, target, keep, rng)
         if done is not None:
             cuts.append(done)
     for shm in folder.glob("*-shm"):

@@ -4,8 +4,8 @@ The load mixes PUSHB (durable, buffered and delayed jobs), PULL with ACK or FAIL
 PUSHF graphs and a cron whose jobs are pulled and acknowledged. Every acknowledgement the client receives
 is written to a history; after the last restart the queue is drained and the history checked: no
 acknowledged durable push may be missing, no job may be delivered again after its ACK was acknowledged or
-completed twice, buffered pushes may be lost only inside the documented window, and the cron outlives
-every kill.
+completed twice, a job whose FAIL was acknowledged must come back with its failure, buffered pushes may be
+lost only inside the documented window, and the cron outlives every kill.
 
 Run directly for a long run: ``python tests/reliability/crashload.py --kills 300``.
 """
@@ -73,7 +73,7 @@ class History:
             self.redelivered_after_ack.append(job_id)
         self.failure_seen[job_id] = job.get("stacktrace") == FAIL_STACK
 
-    def completed(self, job_id: str, round_no: int = -1) -> None:
+    def completed(self, job_id: str, round_no: int) -> None:
         self.acked.add(job_id)
         # The first: an ACK undone by a power loss is acknowledged again after the job comes back.
         self.acked_at.setdefault(job_id, (round_no, now_ms()))

@@ -10,12 +10,16 @@ job must not come back), no FAIL; buffered pushes only inside the group-commit w
 With ``NORMAL`` the WAL is fsynced only by a checkpoint (every ``CHECKPOINT_ROWS`` row writes), so a power
 cut may lose whatever was acknowledged since the WAL's last fsync, and nothing acknowledged before it.
 
+``--keep 0.5`` models a disk that reorders its writes: a cut keeps each sector written since the last fsync
+with that probability, so torn transactions and half-done checkpoints reach the restart.
+
 Run directly for a long run: ``python -m tests.reliability.powerloss --cuts 100 --synchronous FULL``.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import sqlite3
 import sys
 import tempfile
@@ -34,6 +38,7 @@ class Cut:
     # Kill time (ms); commits made after durable_until_ms could be lost (None: nothing was dropped).
     at_ms: float
     durable_until_ms: float | None
+    # Bytes written since the last fsync that the cut dropped (those it kept are not counted).
     bytes_dropped: int
     files_removed: int
     integrity: str
@@ -75,12 +80,13 @@ def integrity(data: Path) -> str:
         Path(f"{data}-shm").unlink(missing_ok=True)
 
 
-def cut_after_kill(workdir: Path, cuts: list[Cut]) -> Callable[[History], None]:
-    """The hook that cuts the power after each kill and records the cut in ``cuts``."""
+def cut_after_kill(workdir: Path, cuts: list[Cut], keep: float, rng: random.Random) -> Callable[[History], None]:
+    """The hook that cuts the power after each kill and records the cut in ``cuts``; ``keep`` is the share
+    of unsynced sectors the disk still writes (see ``powercut.cut``)."""
     data = workdir / "crash.db"
 
     def after_kill(history: History) -> None:
-        dropped = powercut.cut(workdir)
+        dropped = powercut.cut(workdir, keep, rng)
         wal = [c for c in dropped if c.path.name == data.name + "-wal"]
         if any(c.removed for c in dropped):
             until: float | None = 0.0
@@ -88,7 +94,7 @@ def cut_after_kill(workdir: Path, cuts: list[Cut]) -> Callable[[History], None]:
             until = wal[0].synced_at * 1000.0
         else:
             until = None
-        cuts.append(Cut(history.kills[-1], until, sum(c.bytes_dropped for c in dropped),
+        cuts.append(Cut(history.kills[-1], until, sum(c.bytes_dropped - c.bytes_redone for c in dropped),
                         sum(c.removed for c in dropped), integrity(data)))
 
     return after_kill
@@ -128,13 +134,14 @@ def losses(history: History, cuts: list[Cut], verdict: PowerVerdict) -> None:
 
 
 async def run_cuts(cuts: int, workdir: Path, synchronous: str, seed: int = 1, progress: bool = False,
-                   round_seconds: tuple[float, float] = (0.1, 0.6)) -> PowerVerdict:
+                   round_seconds: tuple[float, float] = (0.1, 0.6), keep: float = 0.0) -> PowerVerdict:
     shim = powercut.build(workdir / "shim")
     done: list[Cut] = []
     history = History()
     env = {**powercut.server_env(shim), "BUNQUEUE_SQLITE_SYNCHRONOUS": synchronous}
     crash = await run(cuts, workdir, seed, progress, killed_env=env,
-                      after_kill=cut_after_kill(workdir, done), history=history, round_seconds=round_seconds)
+                      after_kill=cut_after_kill(workdir, done, keep, random.Random(seed)), history=history,
+                      round_seconds=round_seconds)
     verdict = PowerVerdict(synchronous, crash, done)
     losses(history, done, verdict)
     return verdict
@@ -163,11 +170,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--round-seconds", type=float, nargs=2, default=(0.1, 0.6), metavar=("MIN", "MAX"),
                         help="each server is cut after a random time in this range")
+    parser.add_argument("--keep", type=float, default=0.0,
+                        help="share of the sectors written since the last fsync that a cut keeps (0: none)")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
     args = parser.parse_args()
     workdir = Path(args.dir or tempfile.mkdtemp(prefix="bunqueue-powerloss-"))
     verdict = asyncio.run(run_cuts(args.cuts, workdir, args.synchronous, args.seed, progress=True,
-                                   round_seconds=tuple(args.round_seconds)))
+                                   round_seconds=tuple(args.round_seconds), keep=args.keep))
     for key, value in vars(verdict.crash).items():
         print(f"{key:34} {value}")
     for key in ("synchronous", "durable_lost", "acks_undone", "failures_lost", "buffered_lost", "outside_bound",

@@ -55,7 +55,9 @@ time.sleep(60)
 """
 
 
-def test_a_cut_takes_each_file_back_to_its_last_fsync(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("keep", "rows"), [(0.0, 100), (1.0, 150)])
+def test_a_cut_takes_each_file_back_to_its_last_fsync(tmp_path: Path, keep: float, rows: int) -> None:
+    """Every unsynced write dropped, or (``keep`` 1) every one written again from the log."""
     data = tmp_path / "data"
     data.mkdir()
     db = data / "t.db"
@@ -69,11 +71,12 @@ def test_a_cut_takes_each_file_back_to_its_last_fsync(tmp_path: Path) -> None:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
     Path(f"{db}-shm").unlink(missing_ok=True)
-    cuts = powercut.cut(data)
+    cuts = powercut.cut(data, keep)
     assert [cut.path.name for cut in cuts] == ["t.db-wal"] and cuts[0].bytes_dropped > 0
+    assert cuts[0].bytes_redone == (cuts[0].bytes_dropped if keep else 0)
     assert sorted(path.name for path in data.iterdir()) == ["t.db", "t.db-wal"]
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as after:
-        assert after.execute("SELECT min(n), max(n), count(*) FROM t").fetchone() == (0, 99, 100)
+        assert after.execute("SELECT min(n), max(n), count(*) FROM t").fetchone() == (0, rows - 1, rows)
         assert after.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
