@@ -1,6 +1,7 @@
-"""Power cuts under load (the crash load on the ``powercut`` VFS, which drops every write not yet fsynced):
-with ``BUNQUEUE_SQLITE_SYNCHRONOUS=FULL`` nothing acknowledged is lost and the file stays whole; with
-``NORMAL`` only what came after the WAL's last fsync is lost.
+"""Power cuts under load (the crash load on the ``powercut`` VFS, which drops every write not yet fsynced,
+or keeps a random half of the sectors written since, as a disk that reorders its writes): with
+``BUNQUEUE_SQLITE_SYNCHRONOUS=FULL`` nothing acknowledged is lost and the file stays whole; with ``NORMAL``
+only what came after the WAL's last fsync is lost.
 
 CI runs a few cuts; ``python -m tests.reliability.powerloss --cuts 100 --synchronous FULL`` runs the long one
 (``BUNQUEUE_POWER_CUTS=100`` here does the same).
@@ -33,9 +34,9 @@ def shim(folder: Path) -> Path:
         pytest.skip(str(exc))
 
 
-def power_cuts(tmp_path: Path, synchronous: str, seed: int) -> PowerVerdict:
+def power_cuts(tmp_path: Path, synchronous: str, seed: int, keep: float = 0.0) -> PowerVerdict:
     shim(tmp_path / "shim")
-    return asyncio.run(run_cuts(CUTS, tmp_path, synchronous, seed=seed))
+    return asyncio.run(run_cuts(CUTS, tmp_path, synchronous, seed=seed, keep=keep))
 
 
 # Commits rows 0-99 with an fsync each, then 100-149 without any, and waits to be killed.
@@ -80,8 +81,9 @@ def test_a_cut_takes_each_file_back_to_its_last_fsync(tmp_path: Path, keep: floa
         assert after.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def test_full_loses_nothing_acknowledged_on_power_loss(tmp_path: Path) -> None:
-    verdict = power_cuts(tmp_path, "FULL", seed=3)
+@pytest.mark.parametrize("keep", [0.0, 0.5], ids=["all-unsynced-dropped", "half-unsynced-sectors-kept"])
+def test_full_loses_nothing_acknowledged_on_power_loss(tmp_path: Path, keep: float) -> None:
+    verdict = power_cuts(tmp_path, "FULL", seed=3, keep=keep)
     crash = verdict.crash
     assert len(verdict.cuts) == CUTS
     assert crash.durable_pushed > 0 and crash.acked > 0 and crash.failed > 0, "the load did not run"
