@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -35,6 +36,11 @@ RETRY_MAX = 30.0
 MAX_BUFFERED_JOBS = 20_000
 # The WAL is copied back into the database by a thread of its own after about this many row writes.
 CHECKPOINT_ROWS = 20_000
+# PASSIVE never catches a writer that is always mid-batch, and the WAL restarts only after a complete
+# checkpoint, so under a load without pauses it grew by the whole load. Past this size the writer itself
+# truncates it between two batches (any other connection asking would starve: the writer takes its lock
+# again at once), copying only what PASSIVE left.
+WAL_RESET_BYTES = 64 * 1024 * 1024
 
 # The SQL a batch is written with; a row of a RowBuffer names its statement by index in this list.
 STATEMENTS: list[str] = []
@@ -228,6 +234,9 @@ class SQLiteStore:
         self.thread: threading.Thread | None = None
         self.checkpoint_wanted = threading.Event()
         self.checkpointer: threading.Thread | None = None
+        # Held by whichever thread checkpoints: two at once would make the second give up.
+        self.checkpointing = threading.Lock()
+        self.wal_resets = 0
         self.stopping = False
         self.closed: asyncio.Future[None] | None = None
 
@@ -292,6 +301,7 @@ class SQLiteStore:
             self.path, (*schema.pragmas(self.synchronous), "PRAGMA wal_autocheckpoint=0"), tuple(STATEMENTS)
         )
         written = 0
+        wal = self.path + "-wal"
         try:
             while True:
                 item = self.work.get()
@@ -312,12 +322,26 @@ class SQLiteStore:
                         self.checkpoint_wanted.set()
                 assert self.loop is not None
                 self.loop.call_soon_threadsafe(self._committed, batch, failure)
+                if os.stat(wal).st_size >= WAL_RESET_BYTES:
+                    # Waits at most for a PASSIVE already running, once per WAL_RESET_BYTES written.
+                    with self.checkpointing:
+                        self._reset_wal(conn, wal)
         except Exception:  # pragma: no cover - the thread must report, never die silently
             log.exception("the SQLite writer stopped")
         finally:
             conn.close()
             if self.loop is not None and self.closed is not None:
                 self.loop.call_soon_threadsafe(_resolve, self.closed, None)
+
+    def _reset_wal(self, conn: BatchWriter, wal: str) -> None:
+        try:
+            # A reader on an older snapshot makes TRUNCATE copy what it can and stop: the next batch
+            # tries again.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            log.warning("WAL truncation failed: %s", exc)
+        if os.stat(wal).st_size == 0:
+            self.wal_resets += 1
 
     def _checkpoint_loop(self) -> None:
         conn = schema.connect(self.path, self.synchronous)
@@ -329,7 +353,8 @@ class SQLiteStore:
                     break
                 try:
                     # PASSIVE never blocks the writer: it copies what it can and leaves the rest.
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    with self.checkpointing:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
                     log.warning("WAL checkpoint failed: %s", exc)
         finally:
