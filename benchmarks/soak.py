@@ -225,6 +225,8 @@ async def soak(
         "server_cpu": round(sum(s.server_cpu for s in load_samples) / max(len(load_samples), 1), 2),
         "client_cpu": round(sum(s.client_cpu for s in load_samples) / max(len(load_samples), 1), 2),
         **memory,
+        "backlog_max": max(s.waiting + s.active for s in sampler.samples),
+        "file_half_mb": min(sampler.samples, key=lambda s: abs(s.seconds - load_seconds / 2)).file_mb,
         "file_mb": final.file_mb,
         "wal_mb": round(sampler.wal_mb(), 2),
         "samples": [asdict(s) for s in sampler.samples],
@@ -271,14 +273,15 @@ def table(result: dict[str, Any]) -> str:
         ("ACKs refused", f"{result['acks_refused']:,}"),
         ("left on the server", str(result["left_on_server"] or "none")),
         ("achieved rate", f"push {result['push_rate']:,.0f}, completion {result['completion_rate']:,.0f} jobs/s"),
-        ("drain after the load", f"{result['drain_seconds']} s"),
+        ("drain after the load", f"{result['drain_seconds']} s (largest backlog sampled {result['backlog_max']:,})"),
         ("server CPU (mean)", f"{result['server_cpu']:.0%} of a core (client {result['client_cpu']:.0%})"),
         ("RSS start / half / max / end", f"{result['rss_start_mb']} / {result['rss_half_mb']} / "
          f"{result['rss_max_mb']} / {result['rss_end_mb']} MB"),
         ("RSS slope, second half", f"{result['rss_slope_mb_per_10min']} MB per 10 min "
          f"({result['rss_second_half_samples']} samples): projected {result['rss_projected_growth_mb']} MB, "
          f"bound {result['rss_growth_bound_mb']} MB"),
-        ("data file + WAL at the end", f"{result['file_mb']} MB (WAL {result['wal_mb']} MB)"),
+        ("data file + WAL, half / end", f"{result['file_half_mb']} / {result['file_mb']} MB "
+         f"(WAL {result['wal_mb']} MB)"),
     ]
     rows += [(f"check: {name}", "ok" if passed else "FAILED") for name, passed in result["checks"].items()]
     width = max(len(name) for name, _ in rows)

@@ -109,8 +109,9 @@ async def produce(conn: Connection, shape: LoadShape, tally: Tally, started: flo
                 await _settle_push(in_flight.popleft(), tally)
             while in_flight and in_flight[0].done():
                 await _settle_push(in_flight.popleft(), tally)
-        next_due = started + (sent + shape.push_batch) / shape.rate
-        await asyncio.sleep(max(0.001, next_due - time.monotonic()))
+        if sent < shape.total:
+            next_due = started + min(sent + shape.push_batch, shape.total) / shape.rate
+            await asyncio.sleep(max(0.001, next_due - time.monotonic()))
     while in_flight:
         await _settle_push(in_flight.popleft(), tally)
 
