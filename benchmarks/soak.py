@@ -188,12 +188,14 @@ async def soak(
     working = [asyncio.create_task(work(c, shape, f"soak-worker-{i}", tally, stop)) for i, c in enumerate(workers)]
     try:
         started = sampler.started
-        await produce(producer, shape, tally, started, started + load_seconds)
+        await produce(producer, shape, tally, started)
         pushing_seconds = time.monotonic() - started
         await asyncio.sleep(max(0.0, started + load_seconds - time.monotonic()))
         completed_in_load = tally.completed
         backlog_seconds = (tally.pushed - tally.completed) / max(config.rate, 1.0)
         drain_started = time.monotonic()
+        # The load's length: longer than asked when the producer fell behind.
+        load_elapsed = drain_started - started
         await _drain(tally, drain_started + backlog_seconds + DRAIN_GRACE_SECONDS)
         drain_seconds = time.monotonic() - drain_started
         stop.set()
@@ -220,7 +222,7 @@ async def soak(
         "unknown_seq": tally.unknown_seq,
         "left_on_server": left,
         "push_rate": round(tally.pushed / pushing_seconds, 1),
-        "completion_rate": round(completed_in_load / load_seconds, 1),
+        "completion_rate": round(completed_in_load / load_elapsed, 1),
         "drain_seconds": round(drain_seconds, 1),
         "server_cpu": round(sum(s.server_cpu for s in load_samples) / max(len(load_samples), 1), 2),
         "client_cpu": round(sum(s.client_cpu for s in load_samples) / max(len(load_samples), 1), 2),
