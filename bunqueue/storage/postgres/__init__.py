@@ -2,11 +2,12 @@
 
 What is here: the settings and connections (``pool``), the schema and its migrations (``migrations``), the
 broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``), the hot
-path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``jobrows`` (jobs to
-and from rows), ``collector`` (group commit) and ``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job events to
-the other brokers, on the same channel), ``figures`` (every count monitoring shows, in one statement),
-``jobevents`` (the job family's events and counters), and ``jobfamily`` (``PostgresJobs``: PUSH, PUSHB,
-PULL, PULLB, ACK, ACKB and FAIL over the hot path, as the command layer awaits them). A start in
+path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``copypush``
+(plain pushes by binary COPY), ``jobrows`` (jobs to and from rows), ``collector`` (group commit) and
+``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job events to the other brokers, on the same channel),
+``figures`` (every count monitoring shows, in one statement), ``jobevents`` (the job family's events and
+counters), and ``jobfamily`` (``PostgresJobs``: PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL over the hot
+path, as the command layer awaits them). A start in
 PostgreSQL mode still stops after its checks: no engine is built from these yet.
 What follows is the design the engine (an implementation of ``bunqueue.broker.engine.Engine``) is built
 to; ``hotpath``'s docstring lists what it leaves to the engine.
@@ -20,8 +21,9 @@ Batching: one statement per kind of write, shared by concurrent requests
 
     - push: ``INSERT INTO bunqueue_jobs (...) SELECT * FROM unnest($1::text[], $2::text[], ...)
       ON CONFLICT DO NOTHING RETURNING id``; dedup and unique keys are answered from what came back (a row
-      missing from RETURNING lost to a live unique key). Batches above a few thousand rows use
-      ``copy_records_to_table`` into a temporary table, then the same INSERT ... SELECT.
+      missing from RETURNING lost to a live unique key). A flush of at least ``copypush.COPY_MIN_JOBS``
+      jobs that nothing can collide with (broker-named, no unique key, no dependency or parent, due now) is a
+      binary COPY instead, its wake-ups sent right after its commit (``copypush``).
     - claim: one statement per queue serves every pull waiting on it: the pulls' counts add up to the
       LIMIT, slot k (arrays of owners and lock ttls, one entry per slot) leases the k-th best job, and each
       pull takes its run of slots in arrival order. Lease tokens are ``gen_random_uuid()``. The shape:

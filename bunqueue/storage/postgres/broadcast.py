@@ -111,8 +111,13 @@ class Broadcast:
             await asyncio.gather(self._flusher, return_exceptions=True)
 
 
+# One packer for the events, kept: building one per event costs more than packing it. Events are packed on
+# the loop only (``Broadcast._flush``).
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
 def _packed(event: Event) -> bytes:
-    return msgpack.packb(list(event), use_bin_type=True)
+    return _pack(event)
 
 
 def _trimmed(event: Event) -> bytes:

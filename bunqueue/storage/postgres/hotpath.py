@@ -32,7 +32,7 @@ from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.errors import CommandError
-from bunqueue.storage.postgres import dependencies, groupclaim, statements
+from bunqueue.storage.postgres import copypush, dependencies, groupclaim, statements
 from bunqueue.storage.postgres.attempts import Losses, Lost, Stall
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
@@ -122,6 +122,27 @@ class HotPath:
         return await self._pushes.submit(jobs)
 
     async def _flush_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
+        if sum(map(len, batches)) >= copypush.COPY_MIN_JOBS:
+            rows = copypush.copy_rows(self.namespace, batches, now_ms())
+            if rows is not None:
+                try:
+                    return await self._copy_pushes(batches, rows)
+                except asyncpg.UniqueViolationError:
+                    pass  # a generated id met a stored custom one: the INSERT answers the collision
+        return await self._insert_pushes(batches)
+
+    async def _copy_pushes(
+        self, batches: list[Sequence[Job]], rows: list[copypush.Row]
+    ) -> list[list[str] | BaseException]:
+        queues = list({job.queue for jobs in batches for job in jobs})
+        async with self.pool.acquire() as conn:
+            await copypush.copy_jobs(conn, rows)
+            await conn.execute(statements.NOTIFY_QUEUES, self.namespace, queues)
+        for queue in queues:
+            self.wakeups.wake(queue)
+        return [[job.id for job in jobs] for jobs in batches]
+
+    async def _insert_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
         # A request whose jobs wait for others is checked and parked in the insert's transaction; its
         # refusal (a missing dependency) leaves the other requests of the flush alone.
         dependent = dependencies.dependent_batches(batches)

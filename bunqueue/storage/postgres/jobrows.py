@@ -14,9 +14,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgpack
+
 from bunqueue._core.jobs import TIMELINE_CAP, Job
 from bunqueue.broker import states
-from bunqueue.storage.schema import pack, unpack
+from bunqueue.storage.schema import unpack
+
+# A pushed job's record (``schema.pack`` of ``Job.to_record()``) by one packer kept for the loop, as building
+# one per call costs more than the packing. The push collectors run on the loop only: no thread shares it.
+pack_record = msgpack.Packer(use_bin_type=True).pack
 
 # The order of PushColumns.arrays(), which is the order of the INSERT's unnest arguments ($2 onwards).
 PUSH_COLUMN_TYPES = (
@@ -65,7 +71,7 @@ class PushColumns:
         self.custom_ids.append(job.custom_id)
         self.parent_ids.append(job.parent_id)
         self.removes_on_complete.append(bool(job.remove_on_complete))
-        self.records.append(pack(job.to_record()))
+        self.records.append(pack_record(job.to_record()))
 
     def arrays(self) -> tuple[list[Any], ...]:
         return (

@@ -117,6 +117,15 @@ class TextConnection(asyncpg.Connection):  # type: ignore[misc]
         return await super()._execute(query, stored_args(args), limit, timeout, **kwargs)
 
 
+def _text_out(value: Any) -> bytes:
+    return str(value).encode()
+
+
+def _text_in(data: bytes) -> str:
+    return from_text(data.decode())
+
+
 async def decode_text(conn: asyncpg.Connection) -> None:
-    """Give ``text`` results back through ``from_text``; arguments are already stored forms, kept as they are."""
-    await conn.set_type_codec("text", schema="pg_catalog", encoder=str, decoder=from_text, format="text")
+    """Give ``text`` results back through ``from_text``; arguments are already stored forms, kept as they are.
+    The binary format (the same UTF-8 bytes as the text one) lets a binary COPY write text columns."""
+    await conn.set_type_codec("text", schema="pg_catalog", encoder=_text_out, decoder=_text_in, format="binary")

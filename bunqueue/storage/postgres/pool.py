@@ -105,11 +105,19 @@ async def create_pool(config: PostgresConfig) -> asyncpg.Pool:
             server_settings=config.server_settings(),
             connection_class=TextConnection,
             init=decode_text,
+            reset=_keep_session,
         )
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
         raise storage_failed(f"cannot connect to PostgreSQL at {config.where}: {reason(exc)}") from None
     assert pool is not None
     return pool
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """A released connection goes back as it is: the engine leaves no session state on a pooled one (its
+    advisory locks are transaction locks, its LISTEN has a connection of its own, it sets nothing), so
+    asyncpg's default reset (unlock all, CLOSE ALL, UNLISTEN *, RESET ALL) would be a round trip per
+    statement for nothing. An open transaction is still rolled back by the pool."""
 
 
 def reason(exc: BaseException) -> str:

@@ -62,6 +62,11 @@ WITH incoming AS (
 SELECT inserted.id FROM inserted, woken
 """
 
+# The wake-ups of queues a COPY made jobs ready in, sent after its commit (``copypush``).
+NOTIFY_QUEUES = (
+    f"SELECT count(pg_notify('{CHANNEL}', json_build_array($1::text, queue)::text)) FROM unnest($2::text[]) queue"
+)
+
 # A custom id names one job while it is live; a finished job under that id gives way to the new push, as
 # in memory (run before PUSH, in its transaction, only for batches that carry custom ids).
 FORGET_FINISHED = f"""

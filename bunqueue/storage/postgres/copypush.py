@@ -1,0 +1,56 @@
+"""Plain pushes by binary COPY: a flush of jobs that nothing can collide with goes in without ``INSERT``.
+
+A job the broker names (no custom id), with no unique key, no dependency or parent link, due now, cannot
+collide with a live job and needs no look-up: its row is written as it is, READY, and its id is the answer.
+COPY spares PostgreSQL the speculative insertion of ``ON CONFLICT`` and the ``RETURNING`` rows, and the
+broker the array arguments; it is taken only when every job of a flush qualifies (the flush's order is
+the seq order, so it is not split) and the flush is large enough for its extra round trip to pay. The
+queues' wake-ups are sent right after the COPY's commit (``statements.NOTIFY_QUEUES``), never before it.
+
+A generated id that meets a custom id already stored fails the COPY as a whole (nothing went in): the
+caller then pushes the flush with ``INSERT``, which answers that job as it answers any collision.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from bunqueue._core.jobs import Job
+from bunqueue.broker.states import READY
+from bunqueue.storage.postgres.jobrows import pack_record
+from bunqueue.storage.postgres.pgtext import to_text
+
+# A flush with fewer jobs is sent as one INSERT: one round trip, where COPY and its wake-up take three.
+COPY_MIN_JOBS = 64
+
+COPY_COLUMNS = (
+    "namespace", "state", "id", "queue", "priority", "lifo", "run_at", "created_at", "max_attempts",
+    "group_id", "parent_id", "remove_on_complete", "record",
+)
+
+Row = tuple[object, ...]
+
+
+def copy_rows(namespace: str, batches: Sequence[Sequence[Job]], now: float) -> list[Row] | None:
+    """The COPY rows (``COPY_COLUMNS``) of every job of ``batches``, in order; None when a job needs the
+    INSERT (a custom id, a unique key, a dependency or parent link, a run time still to come)."""
+    rows: list[Row] = []
+    namespace = to_text(namespace)
+    for jobs in batches:
+        for job in jobs:
+            if (job.custom_id is not None or job.unique_key is not None or job.parent_id is not None
+                    or job.pending_deps is not None or job.run_at > now):
+                return None
+            group = job.group_id
+            rows.append((
+                namespace, READY, job.id, to_text(job.queue), job.priority, bool(job.lifo), int(job.run_at),
+                int(job.created_at), job.max_attempts, None if group is None else to_text(group), None,
+                bool(job.remove_on_complete), pack_record(job.to_record()),
+            ))
+    return rows
+
+
+async def copy_jobs(conn: asyncpg.Connection, rows: list[Row]) -> None:
+    """Write ``rows`` in one COPY (its own transaction); ``asyncpg.UniqueViolationError`` when an id is taken."""
+    await conn.copy_records_to_table("bunqueue_jobs", records=rows, columns=COPY_COLUMNS)
