@@ -146,6 +146,7 @@ class Load:
                 at = (round_no, now_ms())
                 for job_id in ids:
                     book[job_id] = at
+                await asyncio.sleep(self.target.push_pause_s)
         except (ConnectionError, OSError):
             pass
         finally:

@@ -36,6 +36,9 @@ BUFFER_LOSS_WINDOW_MS = 250.0
 STATEMENT_TIMEOUT_MS = 2_000
 REPLY_LIMIT_S = STATEMENT_TIMEOUT_MS / 1000 + 3
 PG_LOCK_TTL_MS = 3_000
+# A PostgreSQL broker spends more per push than a SQLite server: producers pace themselves so that the
+# consumers' ACKs and FAILs, not only pushes, are in flight when the kills come.
+PUSH_PAUSE_S = 0.02
 # How long PostgreSQL stays down after a kill, the load running, and how long a broker may take to serve
 # again once it is back.
 OUTAGE_S = (0.2, 1.0)
@@ -50,6 +53,8 @@ class Target(Protocol):
     buffer_loss_window_ms: float | None
     lock_ttl_ms: int
     reply_limit_s: float | None
+    # What a producer waits between batches (0: a bare yield to the other clients).
+    push_pause_s: float
     postgres_kills: int
     slowest_reconnect_s: float
     last_kill: str
@@ -77,6 +82,7 @@ class SqliteTarget:
     buffer_loss_window_ms: float | None = BUFFER_LOSS_WINDOW_MS
     lock_ttl_ms = 60_000
     reply_limit_s: float | None = None
+    push_pause_s = 0.0
     postgres_kills = 0
     slowest_reconnect_s = 0.0
     last_kill = "server"
@@ -140,6 +146,7 @@ class PostgresTarget:
     buffer_loss_window_ms: float | None = None
     lock_ttl_ms = PG_LOCK_TTL_MS
     reply_limit_s: float | None = REPLY_LIMIT_S
+    push_pause_s = PUSH_PAUSE_S
 
     def __init__(self, postgres: PostgresServer, owns_server: bool = False) -> None:
         self.postgres = postgres
