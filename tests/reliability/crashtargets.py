@@ -39,10 +39,17 @@ PG_LOCK_TTL_MS = 3_000
 # A PostgreSQL broker spends more per push than a SQLite server: producers pace themselves so that the
 # consumers' ACKs and FAILs, not only pushes, are in flight when the kills come.
 PUSH_PAUSE_S = 0.02
-# How long PostgreSQL stays down after a kill, the load running, and how long a broker may take to serve
-# again once it is back.
-OUTAGE_S = (0.2, 1.0)
+# The brokers' session lease: an outage longer than this loses a broker's session (claims stop), and the
+# broker must register a new one by itself once the database is back.
+SESSION_LEASE_MS = 3_000
+# How long PostgreSQL stays down after a kill, the load running: short, and (every other PostgreSQL kill)
+# past the session lease and the consumers' lockTtl; and how long a broker may take to hand out jobs again
+# once it is back.
+SHORT_OUTAGE_S = (0.2, 1.0)
+LONG_OUTAGE_S = (SESSION_LEASE_MS / 1000 + 0.5, SESSION_LEASE_MS / 1000 + 1.5)
 RECONNECT_LIMIT_S = 30.0
+# Where a broker's serving again is probed: a job pushed and pulled there.
+PROBE_QUEUE = "crash-probe"
 
 
 def now_ms() -> float:
@@ -156,6 +163,7 @@ class PostgresTarget:
             "RATE_LIMIT_MAX_REQUESTS": "0", "BUNQUEUE_POSTGRES_URL": postgres.url(),
             "BUNQUEUE_POSTGRES_NAMESPACE": self.namespace,
             "BUNQUEUE_POSTGRES_STATEMENT_TIMEOUT_MS": str(STATEMENT_TIMEOUT_MS),
+            "BUNQUEUE_POSTGRES_LEASE_DURATION_MS": str(SESSION_LEASE_MS),
         }
         self.brokers: list[ServerProcess] = []
         self.killed: int | None = None
@@ -197,7 +205,7 @@ class PostgresTarget:
     async def outage(self, rng: random.Random) -> None:
         if self.killed is not None:
             return
-        await asyncio.sleep(rng.uniform(*OUTAGE_S))
+        await asyncio.sleep(rng.uniform(*(LONG_OUTAGE_S if self.postgres_kills % 2 == 0 else SHORT_OUTAGE_S)))
         await asyncio.to_thread(self.postgres.resume)
         self.resumed_at = time.monotonic()
         # The load goes on while the brokers find the database again.
@@ -217,18 +225,22 @@ class PostgresTarget:
             await self._serving(broker)
 
     async def _serving(self, broker: ServerProcess) -> None:
-        """Waits until ``broker`` answers a command that reads the database; raises past the limit."""
+        """Waits until ``broker`` takes a push and hands the job out again; raises past the limit."""
         conn = await connect(*broker.addr)
+        push = {"cmd": "PUSH", "queue": PROBE_QUEUE, "data": {}}
+        pull = {"cmd": "PULL", "queue": PROBE_QUEUE, "timeout": 200}
         try:
+            pushed = await asyncio.wait_for(conn.request(push), REPLY_LIMIT_S)
             while True:
-                reply = await asyncio.wait_for(conn.request({"cmd": "GetJobCounts", "queue": QUEUE}), REPLY_LIMIT_S)
+                reply = await asyncio.wait_for(conn.request(pull if pushed.get("ok") else push), REPLY_LIMIT_S)
                 waited = time.monotonic() - self.resumed_at
                 self.slowest_reconnect_s = max(self.slowest_reconnect_s, waited)
-                if reply.get("ok"):
+                if pushed.get("ok") and reply.get("job"):
                     return
+                pushed = pushed if pushed.get("ok") else reply
                 if waited > RECONNECT_LIMIT_S:
-                    raise AssertionError(f"a broker still fails {RECONNECT_LIMIT_S:g} s after PostgreSQL came "
-                                         f"back: {reply}")
+                    raise AssertionError(f"a broker still hands out no job {RECONNECT_LIMIT_S:g} s after "
+                                         f"PostgreSQL came back: {reply}")
                 await asyncio.sleep(0.05)
         finally:
             await conn.close()

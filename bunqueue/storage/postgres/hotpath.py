@@ -71,6 +71,9 @@ class HotPath:
     def __init__(self, pool: asyncpg.Pool, session: BrokerSession, wakeups: Wakeups, poll_interval_ms: int) -> None:
         self.pool = pool
         self.session = session
+        # A lost session is followed by a new one, so the broker claims again once the database is back.
+        session.on_lost = self._session_lost
+        self._succession: asyncio.Task[None] | None = None
         self.wakeups = wakeups
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
@@ -106,9 +109,20 @@ class HotPath:
         await self._fails.close()
         for claims in self._claims.values():
             await claims.close()
+        if self._succession is not None:
+            self._succession.cancel()
+            await asyncio.gather(self._succession, return_exceptions=True)
         await self.wakeups.close()
         await self.session.close()
         await self.pool.close()
+
+    def _session_lost(self, reason: str) -> None:
+        if self._succession is None:
+            self._succession = asyncio.get_running_loop().create_task(self._succeed(self.session))
+
+    async def _succeed(self, lost: BrokerSession) -> None:
+        self.session = await lost.successor()
+        self._succession = None
 
     # -- push ----------------------------------------------------------------------------------------------
 

@@ -83,7 +83,8 @@ class BrokerSession:
 
     ``valid`` is what the claim path asks before every claim. Once the session is lost (the row lapsed, was
     deleted or was taken by a newer registration, or no renewal was confirmed before the local deadline)
-    ``lost`` is set and ``on_lost`` called once; the session never comes back: the broker registers anew.
+    ``lost`` is set and ``on_lost`` called once; the session never comes back: the broker registers anew
+    (``successor``).
     """
 
     def __init__(
@@ -160,6 +161,23 @@ class BrokerSession:
         log.error("broker %s lost its PostgreSQL session: %s", self.broker_id, reason)
         if self.on_lost is not None:
             self.on_lost(reason)
+
+    async def successor(self) -> BrokerSession:
+        """A new session for this broker (a larger fencing token), registered once the database takes it:
+        tried every ``heartbeat_ms`` while the database is away or the old row has not lapsed yet."""
+        while True:
+            session = BrokerSession(
+                self.pool, self.namespace, self.broker_id, self.lease_ms, self.heartbeat_ms, self.on_lost
+            )
+            try:
+                await session.register()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, BrokerIdInUse) as exc:
+                log.warning("broker %s cannot register a new PostgreSQL session yet: %s", self.broker_id, exc)
+                await asyncio.sleep(self.heartbeat_ms / 1000)
+                continue
+            session.start()
+            log.warning("broker %s registered a new PostgreSQL session", self.broker_id)
+            return session
 
     async def close(self) -> None:
         """Stop renewing and give the row up (if still ours), so the broker id is free at once."""

@@ -127,6 +127,21 @@ async def test_an_expired_session_cannot_be_renewed_late(pool: asyncpg.Pool) -> 
     assert session.lost.is_set() and not session.valid
 
 
+async def test_a_lost_session_is_followed_by_a_new_one_with_a_larger_token(pool: asyncpg.Pool) -> None:
+    lost = BrokerSession(pool, NS, "b1", lease_ms=300, heartbeat_ms=50)
+    token = await lost.register()  # never started: the lease lapses
+    await asyncio.sleep(0.4)
+    assert await lost.heartbeat() is False
+    successor = await asyncio.wait_for(lost.successor(), timeout=3)
+    assert successor.token is not None and successor.token > token
+    # It renews itself, and the row is its own.
+    await asyncio.sleep(0.5)
+    assert successor.valid and not successor.lost.is_set()
+    [row] = await list_sessions(pool, NS)
+    assert (row.broker_id, row.session, row.expired) == ("b1", successor.token, False)
+    await successor.close()
+
+
 async def test_a_live_broker_id_is_refused_and_an_expired_one_taken_over_with_a_larger_token(
     pool: asyncpg.Pool,
 ) -> None:
