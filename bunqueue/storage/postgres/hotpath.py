@@ -37,7 +37,7 @@ from bunqueue.storage.postgres.attempts import Losses, Lost, Stall
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
-from bunqueue.storage.postgres.sessions import BrokerSession
+from bunqueue.storage.postgres.sessions import BrokerSession, session_lease_ms
 from bunqueue.storage.postgres.wakeups import Wakeups
 from bunqueue.storage.schema import pack
 
@@ -91,7 +91,8 @@ class HotPath:
     async def open(cls, config: PostgresConfig, heartbeat_ms: int | None = None) -> HotPath:
         """Pool, registered session (renewed in the background) and listening connection for ``config``."""
         pool = await create_pool(config)
-        session = BrokerSession(pool, config.namespace, config.broker_id, config.lease_duration_ms, heartbeat_ms)
+        lease_ms = session_lease_ms(config.lease_duration_ms)
+        session = BrokerSession(pool, config.namespace, config.broker_id, lease_ms, heartbeat_ms)
         wakeups = Wakeups(config.namespace)
         try:
             await session.register()

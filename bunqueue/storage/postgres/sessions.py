@@ -45,6 +45,21 @@ RETURNING expires_at
 _UNREGISTER = "DELETE FROM bunqueue_broker_sessions WHERE namespace = $1 AND broker_id = $2 AND session = $3"
 
 
+# The original's cadence: three renewals per lease, at most one a second unless asked otherwise.
+MIN_HEARTBEAT_MS = 1000
+
+
+def default_heartbeat_ms(lease_ms: int) -> int:
+    return max(MIN_HEARTBEAT_MS, lease_ms // 3)
+
+
+def session_lease_ms(lease_ms: int) -> int:
+    """How long a broker's session lives past its last renewal: the lease asked for, but at least three
+    renewals (the original's stale time), so that a lease below three seconds does not lapse between two
+    renewals on time."""
+    return max(lease_ms, 3 * default_heartbeat_ms(lease_ms))
+
+
 class BrokerIdInUse(Exception):
     def __init__(self, broker_id: str) -> None:
         super().__init__(f'PostgreSQL brokerId "{broker_id}" is already active')
@@ -100,8 +115,7 @@ class BrokerSession:
         self.namespace = namespace
         self.broker_id = broker_id
         self.lease_ms = lease_ms
-        # The original's cadence: three renewals per lease, at most one a second unless asked otherwise.
-        self.heartbeat_ms = heartbeat_ms if heartbeat_ms is not None else max(1000, lease_ms // 3)
+        self.heartbeat_ms = heartbeat_ms if heartbeat_ms is not None else default_heartbeat_ms(lease_ms)
         self.on_lost = on_lost
         self.token: int | None = None
         self.lost = asyncio.Event()

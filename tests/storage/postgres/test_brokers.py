@@ -220,6 +220,25 @@ async def test_a_broker_whose_session_lapsed_while_postgres_was_away_hands_out_j
     assert latest > first, (first, latest)
 
 
+async def test_a_broker_at_the_lease_floor_keeps_its_session_and_claims(postgres_url: str) -> None:
+    # The floor's 1 s lease, renewed once a second, must not lapse between two renewals on time.
+    session_of = "SELECT session FROM bunqueue_broker_sessions WHERE broker_id = 'floor'"
+    floor = {"BUNQUEUE_POSTGRES_LEASE_DURATION_MS": "1000", "BUNQUEUE_BROKER_ID": "floor"}
+    with brokers_on(postgres_url, 1, **floor) as [server]:
+        conn = await connect(*server.addr)
+        first = await _fetchval(postgres_url, session_of)
+        pulled = []
+        for _ in range(14):
+            pushed = await conn.request({"cmd": "PUSH", "queue": "floor", "data": {}})
+            reply = await conn.request({"cmd": "PULL", "queue": "floor", "timeout": 0})
+            pulled.append((reply.get("job") or {}).get("id") == pushed["id"])
+            await asyncio.sleep(0.25)
+        latest = await _fetchval(postgres_url, session_of)
+        await conn.close()
+    assert all(pulled), pulled
+    assert latest == first, (first, latest)
+
+
 async def _fetchval(url: str, query: str) -> Any:
     conn = await asyncpg.connect(url)
     try:

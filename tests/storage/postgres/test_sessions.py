@@ -13,7 +13,13 @@ import pytest
 from bunqueue.config import Settings
 from bunqueue.storage.postgres.migrations import migrate
 from bunqueue.storage.postgres.pool import PostgresConfig, create_pool
-from bunqueue.storage.postgres.sessions import BrokerIdInUse, BrokerSession, list_sessions, remove_expired
+from bunqueue.storage.postgres.sessions import (
+    BrokerIdInUse,
+    BrokerSession,
+    list_sessions,
+    remove_expired,
+    session_lease_ms,
+)
 
 NS = "ns-a"
 
@@ -66,6 +72,11 @@ def test_the_originals_floors_and_defaults_apply() -> None:
     )
     host, pid, tail = config.broker_id.split(":")
     assert pid == str(os.getpid()) and len(tail) == 12
+
+
+def test_a_session_lasts_at_least_three_renewals_as_the_originals_stale_time() -> None:
+    # The floor's 1 s lease is renewed once a second: the session lives 3 s past a renewal, not 1 s.
+    assert [session_lease_ms(ms) for ms in (1000, 2999, 3000, 30000)] == [3000, 3000, 3000, 30000]
 
 
 async def _expires_at(pool: asyncpg.Pool, broker_id: str) -> int:
