@@ -36,15 +36,19 @@ def postgres() -> Iterator[PostgresServer]:
     """One PostgreSQL server for the session (installed first when missing). In CI a server that cannot
     start fails the tests that need it; elsewhere they are skipped with the reason."""
     port = os.environ.get("BUNQUEUE_TEST_POSTGRES_PORT")
-    server = PostgresServer(int(port) if port else None)
+    server = start_postgres(PostgresServer(int(port) if port else None))
+    yield server
+    server.stop()
+
+
+def start_postgres(server: PostgresServer) -> PostgresServer:
+    """``server`` started; when it cannot start, the test fails in CI and is skipped elsewhere, with the reason."""
     try:
-        server.start()
+        return server.start()
     except PostgresUnavailable as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"PostgreSQL could not be started: {exc}")
         pytest.skip(f"PostgreSQL could not be started: {exc}")
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@
 Debian's ``postgresql`` package is installed when its binaries are missing and we are root (as CI is).
 PostgreSQL refuses to run as root, so as root the server runs as the ``postgres`` user, in a folder that
 user owns. Durability is off (fsync, synchronous_commit, full_page_writes): the data dies with the folder.
+``durable_commits`` turns synchronous_commit back on, so that a commit acknowledged is one a crash of the
+server (``crash``, then ``resume``) keeps; fsync and full_page_writes only matter when the machine itself fails.
 
 ``python -m bunqueue._testbase.postgres --install`` installs the package ahead of a test run.
 """
@@ -63,8 +65,9 @@ def install() -> Path:
 class PostgresServer:
     """One server on 127.0.0.1 and a Unix socket in its folder; ``url(db)`` reaches it as the superuser."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, durable_commits: bool = False) -> None:
         self.port = port or free_port()
+        self.durable_commits = durable_commits
         self.folder: Path | None = None
         self.bin_dir: Path | None = None
 
@@ -96,12 +99,19 @@ class PostgresServer:
         which is this throwaway configuration's doing, not the broker's."""
         self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
 
+    def crash(self) -> None:
+        """Stop the server as a crash does (``-m immediate``: no checkpoint, recovery at the next start) and
+        keep its data; ``resume`` starts it again. Only a ``durable_commits`` server keeps every commit it
+        acknowledged."""
+        self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
+
     def resume(self) -> None:
         """Start the server on its folder and port (again, after ``halt``)."""
         assert self.folder is not None
         options = (
             f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            f" -c synchronous_commit={'on' if self.durable_commits else 'off'} -c full_page_writes=off"
+            " -c max_connections=200"
         )
         self._run(
             "pg_ctl", "-D", str(self.data_dir), "-o", options, "-l", str(self.folder / "server.log"),

@@ -152,7 +152,8 @@ def full_ok(verdict: PowerVerdict) -> bool:
     crash, flows = verdict.crash, verdict.crash.flows
     return (verdict.durable_lost == verdict.acks_undone == verdict.failures_lost == 0
             and verdict.outside_bound == 0 and verdict.integrity_failures == 0 and crash.integrity == "ok"
-            and crash.double_completed == 0 and crash.buffered_missing_outside_window == 0 and crash.cron_alive
+            and crash.unworked == crash.double_completed == crash.buffered_missing_outside_window == 0
+            and crash.cron_alive
             and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0)
 
 
@@ -160,7 +161,7 @@ def normal_ok(verdict: PowerVerdict) -> bool:
     """NORMAL: only what came after the WAL's last fsync may be lost, and the file stays whole."""
     flows = verdict.crash.flows
     return (verdict.outside_bound == 0 and verdict.integrity_failures == 0 and verdict.crash.integrity == "ok"
-            and flows is not None and flows.partial == flows.stuck_parents == 0)
+            and verdict.crash.unworked == 0 and flows is not None and flows.partial == flows.stuck_parents == 0)
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
-"""kill -9 under load: acknowledged durable and delayed pushes, FAILs and ACKs survive every crash, no job
-completes twice, a cron outlives every kill, and every PUSHF graph is wholly there or wholly absent.
+"""kill -9 under load: acknowledged durable and delayed pushes, FAILs and ACKs survive every crash and every
+acknowledged push left is worked, no job completes twice, a cron outlives every kill, and every PUSHF graph
+is wholly there or wholly absent.
 
 CI runs the smoke size; ``BUNQUEUE_CRASH_KILLS=300`` (or ``python tests/reliability/crashload.py``) runs
 hundreds of kills.
@@ -18,11 +19,11 @@ def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     verdict = asyncio.run(run(kills, tmp_path, seed=7))
     assert verdict.kills == kills
     assert verdict.durable_pushed > 0 and verdict.acked > 0, "the load did not run"
-    assert verdict.durable_missing == 0, verdict
+    assert verdict.durable_missing == 0 and verdict.unworked == 0, verdict
     assert verdict.redelivered_after_ack == 0, verdict
     assert verdict.buffered_missing_outside_window == 0, (BUFFER_LOSS_WINDOW_MS, verdict)
     assert verdict.integrity == "ok"
-    assert verdict.failed > 0 and verdict.delayed_pushed > 0, verdict
+    assert verdict.failed > 0 and verdict.delayed_pushed > 0 and verdict.single_pushes > 0, verdict
     assert verdict.double_completed == 0, verdict
     assert verdict.failures_lost == 0, verdict
     assert verdict.cron_completed > 0 and verdict.cron_alive, verdict

@@ -88,7 +88,7 @@ def test_full_loses_nothing_acknowledged_on_power_loss(tmp_path: Path, keep: flo
     assert len(verdict.cuts) == CUTS
     assert crash.durable_pushed > 0 and crash.acked > 0 and crash.failed > 0, "the load did not run"
     assert [cut.integrity for cut in verdict.cuts] == ["ok"] * CUTS and crash.integrity == "ok"
-    assert verdict.durable_lost == 0, verdict
+    assert verdict.durable_lost == 0 and crash.unworked == 0, verdict
     assert verdict.acks_undone == 0 and crash.double_completed == 0, verdict
     assert verdict.failures_lost == 0, verdict
     assert crash.buffered_missing_outside_window == 0, verdict
@@ -104,7 +104,7 @@ def test_normal_loses_only_what_came_after_the_last_wal_fsync(tmp_path: Path) ->
     crash = verdict.crash
     # Rounds this short never reach a checkpoint: each cut drops the unsynced WAL, so the cut really bites.
     assert verdict.bytes_dropped > 0 and verdict.durable_lost > 0, verdict
-    assert verdict.outside_bound == 0, verdict
+    assert verdict.outside_bound == 0 and crash.unworked == 0, verdict
     assert [cut.integrity for cut in verdict.cuts] == ["ok"] * CUTS and crash.integrity == "ok"
     flows = crash.flows
     assert flows is not None and flows.partial == flows.stuck_parents == 0, flows

@@ -79,8 +79,9 @@ Leases, expiry and fencing
     fence: ``sessions.BrokerSession`` renews the broker's row; a broker whose session lapsed, was deleted
     or was taken over stops claiming (``BrokerSession.valid`` is checked before a claim, and the claim
     statement checks the row), and when it cannot reach the database it stops at its local deadline, before
-    any other broker can see the session as expired. Stale tokens are refused because every lease write
-    matches the token.
+    any other broker can see the session as expired; it then registers a new session (a larger fencing
+    token) as soon as the database takes one, and claims again. Stale tokens are refused because every lease
+    write matches the token.
 
 Crons and the rest
     A cron fires once across brokers: the broker that moves ``next_run_at`` from the value it read

@@ -37,7 +37,7 @@ from bunqueue.storage.postgres.attempts import Losses, Lost, Stall
 from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.jobrows import PushColumns, claimed_job
 from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
-from bunqueue.storage.postgres.sessions import BrokerSession
+from bunqueue.storage.postgres.sessions import BrokerSession, session_lease_ms
 from bunqueue.storage.postgres.wakeups import Wakeups
 from bunqueue.storage.schema import pack
 
@@ -71,6 +71,9 @@ class HotPath:
     def __init__(self, pool: asyncpg.Pool, session: BrokerSession, wakeups: Wakeups, poll_interval_ms: int) -> None:
         self.pool = pool
         self.session = session
+        # A lost session is followed by a new one, so the broker claims again once the database is back.
+        session.on_lost = self._session_lost
+        self._succession: asyncio.Task[None] | None = None
         self.wakeups = wakeups
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
@@ -88,7 +91,8 @@ class HotPath:
     async def open(cls, config: PostgresConfig, heartbeat_ms: int | None = None) -> HotPath:
         """Pool, registered session (renewed in the background) and listening connection for ``config``."""
         pool = await create_pool(config)
-        session = BrokerSession(pool, config.namespace, config.broker_id, config.lease_duration_ms, heartbeat_ms)
+        lease_ms = session_lease_ms(config.lease_duration_ms)
+        session = BrokerSession(pool, config.namespace, config.broker_id, lease_ms, heartbeat_ms)
         wakeups = Wakeups(config.namespace)
         try:
             await session.register()
@@ -106,9 +110,20 @@ class HotPath:
         await self._fails.close()
         for claims in self._claims.values():
             await claims.close()
+        if self._succession is not None:
+            self._succession.cancel()
+            await asyncio.gather(self._succession, return_exceptions=True)
         await self.wakeups.close()
         await self.session.close()
         await self.pool.close()
+
+    def _session_lost(self, reason: str) -> None:
+        if self._succession is None:
+            self._succession = asyncio.get_running_loop().create_task(self._succeed(self.session))
+
+    async def _succeed(self, lost: BrokerSession) -> None:
+        self.session = await lost.successor()
+        self._succession = None
 
     # -- push ----------------------------------------------------------------------------------------------
 

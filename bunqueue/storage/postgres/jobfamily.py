@@ -32,14 +32,13 @@ Reply = dict[str, Any]
 
 
 class PostgresJobs:
-    """The job family over ``hot`` (and the session it claims under); ``clock`` stamps pushed jobs, and
+    """The job family over ``hot`` (which claims under the broker's session); ``clock`` stamps pushed jobs, and
     ``job_events`` hears every transition committed (by default counted and told to this process only)."""
 
     awaits_jobs = True
 
     def __init__(self, hot: HotPath, clock: Callable[[], float] = now_ms, job_events: JobEvents | None = None) -> None:
         self.hot = hot
-        self.session = hot.session
         self.clock = clock
         self.factory = JobFactory()
         self.job_events = job_events or JobEvents(Counters(), EventHub(clock).emit, clock)

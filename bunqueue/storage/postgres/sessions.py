@@ -45,6 +45,21 @@ RETURNING expires_at
 _UNREGISTER = "DELETE FROM bunqueue_broker_sessions WHERE namespace = $1 AND broker_id = $2 AND session = $3"
 
 
+# The original's cadence: three renewals per lease, at most one a second unless asked otherwise.
+MIN_HEARTBEAT_MS = 1000
+
+
+def default_heartbeat_ms(lease_ms: int) -> int:
+    return max(MIN_HEARTBEAT_MS, lease_ms // 3)
+
+
+def session_lease_ms(lease_ms: int) -> int:
+    """How long a broker's session lives past its last renewal: the lease asked for, but at least three
+    renewals (the original's stale time), so that a lease below three seconds does not lapse between two
+    renewals on time."""
+    return max(lease_ms, 3 * default_heartbeat_ms(lease_ms))
+
+
 class BrokerIdInUse(Exception):
     def __init__(self, broker_id: str) -> None:
         super().__init__(f'PostgreSQL brokerId "{broker_id}" is already active')
@@ -83,7 +98,8 @@ class BrokerSession:
 
     ``valid`` is what the claim path asks before every claim. Once the session is lost (the row lapsed, was
     deleted or was taken by a newer registration, or no renewal was confirmed before the local deadline)
-    ``lost`` is set and ``on_lost`` called once; the session never comes back: the broker registers anew.
+    ``lost`` is set and ``on_lost`` called once; the session never comes back: the broker registers anew
+    (``successor``).
     """
 
     def __init__(
@@ -99,8 +115,7 @@ class BrokerSession:
         self.namespace = namespace
         self.broker_id = broker_id
         self.lease_ms = lease_ms
-        # The original's cadence: three renewals per lease, at most one a second unless asked otherwise.
-        self.heartbeat_ms = heartbeat_ms if heartbeat_ms is not None else max(1000, lease_ms // 3)
+        self.heartbeat_ms = heartbeat_ms if heartbeat_ms is not None else default_heartbeat_ms(lease_ms)
         self.on_lost = on_lost
         self.token: int | None = None
         self.lost = asyncio.Event()
@@ -160,6 +175,23 @@ class BrokerSession:
         log.error("broker %s lost its PostgreSQL session: %s", self.broker_id, reason)
         if self.on_lost is not None:
             self.on_lost(reason)
+
+    async def successor(self) -> BrokerSession:
+        """A new session for this broker (a larger fencing token), registered once the database takes it:
+        tried every ``heartbeat_ms`` while the database is away or the old row has not lapsed yet."""
+        while True:
+            session = BrokerSession(
+                self.pool, self.namespace, self.broker_id, self.lease_ms, self.heartbeat_ms, self.on_lost
+            )
+            try:
+                await session.register()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, BrokerIdInUse) as exc:
+                log.warning("broker %s cannot register a new PostgreSQL session yet: %s", self.broker_id, exc)
+                await asyncio.sleep(self.heartbeat_ms / 1000)
+                continue
+            session.start()
+            log.warning("broker %s registered a new PostgreSQL session", self.broker_id)
+            return session
 
     async def close(self) -> None:
         """Stop renewing and give the row up (if still ours), so the broker id is free at once."""

@@ -13,7 +13,13 @@ import pytest
 from bunqueue.config import Settings
 from bunqueue.storage.postgres.migrations import migrate
 from bunqueue.storage.postgres.pool import PostgresConfig, create_pool
-from bunqueue.storage.postgres.sessions import BrokerIdInUse, BrokerSession, list_sessions, remove_expired
+from bunqueue.storage.postgres.sessions import (
+    BrokerIdInUse,
+    BrokerSession,
+    list_sessions,
+    remove_expired,
+    session_lease_ms,
+)
 
 NS = "ns-a"
 
@@ -66,6 +72,11 @@ def test_the_originals_floors_and_defaults_apply() -> None:
     )
     host, pid, tail = config.broker_id.split(":")
     assert pid == str(os.getpid()) and len(tail) == 12
+
+
+def test_a_session_lasts_at_least_three_renewals_as_the_originals_stale_time() -> None:
+    # The floor's 1 s lease is renewed once a second: the session lives 3 s past a renewal, not 1 s.
+    assert [session_lease_ms(ms) for ms in (1000, 2999, 3000, 30000)] == [3000, 3000, 3000, 30000]
 
 
 async def _expires_at(pool: asyncpg.Pool, broker_id: str) -> int:
@@ -125,6 +136,21 @@ async def test_an_expired_session_cannot_be_renewed_late(pool: asyncpg.Pool) -> 
     # Nobody removed the row, but its lease passed: a late heartbeat must not revive it.
     assert await session.heartbeat() is False
     assert session.lost.is_set() and not session.valid
+
+
+async def test_a_lost_session_is_followed_by_a_new_one_with_a_larger_token(pool: asyncpg.Pool) -> None:
+    lost = BrokerSession(pool, NS, "b1", lease_ms=300, heartbeat_ms=50)
+    token = await lost.register()  # never started: the lease lapses
+    await asyncio.sleep(0.4)
+    assert await lost.heartbeat() is False
+    successor = await asyncio.wait_for(lost.successor(), timeout=3)
+    assert successor.token is not None and successor.token > token
+    # It renews itself, and the row is its own.
+    await asyncio.sleep(0.5)
+    assert successor.valid and not successor.lost.is_set()
+    [row] = await list_sessions(pool, NS)
+    assert (row.broker_id, row.session, row.expired) == ("b1", successor.token, False)
+    await successor.close()
 
 
 async def test_a_live_broker_id_is_refused_and_an_expired_one_taken_over_with_a_larger_token(
