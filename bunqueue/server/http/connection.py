@@ -294,11 +294,10 @@ class HttpConnection(asyncio.Protocol):
         transport = self.transport
         assert transport is not None
         keep_alive = request is not None and request.keep_alive and not self.closing and not self.listener.closing
-        head = answer.head(keep_alive, request.version if request is not None else "1.1")
-        if request is not None and request.method == "HEAD" or not answer.body:
-            transport.write(head)
+        if request is None:
+            transport.write(answer.message(keep_alive, "1.1", True))
         else:
-            transport.write(head + answer.body)
+            transport.write(answer.message(keep_alive, request.version, request.method != "HEAD"))
         if not keep_alive:
             self.end()
 
