@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -69,7 +70,10 @@ def _js_int(text: str) -> int | float:
     return value if _INT_MIN <= value < _INT_END else float(text)
 
 
-_decode = json.JSONDecoder(parse_int=_js_int).decode
+# The decoder's own scanner, called without JSONDecoder.decode's Python wrapper and its two regex passes.
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(parse_int=_js_int).scan_once  # type: ignore[attr-defined]
+# What JSON counts as whitespace around a value.
+_SPACE = " \t\n\r"
 
 
 class TooDeep(ValueError):
@@ -78,7 +82,13 @@ class TooDeep(ValueError):
 
 def loads(text: str) -> Any:
     """A request body's JSON; ValueError when it is not JSON, ``TooDeep`` when nested too deeply."""
+    start = len(text) - len(text.lstrip(_SPACE))
     try:
-        return _decode(text)
+        doc, end = _scan(text, start)
+    except StopIteration:
+        raise ValueError("no JSON value") from None
     except RecursionError as exc:
         raise TooDeep(text[:40]) from exc
+    if end != len(text) and text[end:].strip(_SPACE):
+        raise ValueError("extra data after the JSON value")
+    return doc

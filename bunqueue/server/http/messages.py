@@ -27,10 +27,9 @@ class HttpRequest:
         # The path as sent (percent escapes included), as the route table matches it.
         self.path = path.decode("latin-1")
         self.query_string = query.decode("latin-1")
-        headers: dict[str, str] = {}
-        for name, value in raw_headers:
-            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-        self.headers = headers
+        # Built from the last header to the first, so that a repeated name keeps its first value.
+        self.headers = {name.decode("latin-1").lower(): value.decode("latin-1")
+                        for name, value in reversed(raw_headers)}
         # Bytes that followed an upgrade request (a WebSocket's first frames): they belong to the stream.
         self.rest = b""
         self.keep_alive = True

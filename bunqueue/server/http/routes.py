@@ -267,6 +267,8 @@ _TABLE = _index()
 
 def decode(text: str) -> str:
     """decodeURIComponent: a malformed escape is an error, not passed through."""
+    if "%" not in text:
+        return text
     if re.search(r"%(?![0-9A-Fa-f]{2})", text):
         raise BadEscape(text)
     try:
