@@ -15,7 +15,7 @@ from setuptools import Extension, setup
 DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
 CORE_MODULES = [
-    "framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "admission", "packer", "rows",
+    "framing", "heap", "readyqueue", "groups", "leases", "timers", "jobs", "admission", "packer", "rows", "jsonreply",
 ]
 
 DIRECTIVES = {

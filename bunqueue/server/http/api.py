@@ -21,7 +21,7 @@ from bunqueue.broker.components import eventnames
 from bunqueue.broker.engine import Engine
 from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
-from bunqueue.server.http.encoding import TooDeep, dumps, loads
+from bunqueue.server.http.encoding import TooDeep, json_bytes, loads
 from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, HttpRequest, HttpResponse
 from bunqueue.server.http.uifiles import UiFiles, is_ui_path
 from bunqueue.server.ratelimit import RequestRateLimiter
@@ -72,7 +72,7 @@ class HttpApi:
     # -- responses ---------------------------------------------------------------------------------
 
     def json(self, doc: Any, status: int = 200, *, cors: bool = True) -> HttpResponse:
-        return HttpResponse(status, dumps(doc).encode(), JSON_TYPE, self.cors if cors else None)
+        return HttpResponse(status, json_bytes(doc), JSON_TYPE, self.cors if cors else None)
 
     def error(self, message: str, status: int, *, cors: bool = True) -> HttpResponse:
         return self.json({"ok": False, "error": message}, status, cors=cors)

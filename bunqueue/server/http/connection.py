@@ -30,6 +30,8 @@ MAX_HEAD_BYTES = 64 * 1024
 # and value (": ", CRLF), give or take optional whitespace.
 REQUEST_LINE_BYTES = 20
 HEADER_LINE_BYTES = 4
+CONTENT_LENGTH_SIZE = len("content-length")
+EXPECT_SIZE = len("expect")
 # Parsed requests waiting behind one that is being answered before the connection stops reading.
 MAX_PIPELINED = 32
 # An idle keep-alive connection is closed after this long (aiohttp's default).
@@ -201,28 +203,33 @@ class HttpConnection(asyncio.Protocol):
 
     def on_url(self, url: bytes) -> None:
         self.url += url
-        self.count_head(len(url))
+        self.head_parsed += len(url)
+        if self.head_parsed > MAX_HEAD_BYTES:
+            self.refuse_head()
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.in_head:
             self.headers.append((name, value))
-            self.count_head(len(name) + len(value) + HEADER_LINE_BYTES)
+            self.head_parsed += len(name) + len(value) + HEADER_LINE_BYTES
+            if self.head_parsed > MAX_HEAD_BYTES:
+                self.refuse_head()
 
-    def count_head(self, size: int) -> None:
-        self.head_parsed += size
-        if self.head_parsed > MAX_HEAD_BYTES:
-            self.final = HEAD_TOO_LARGE
-            # Stop parsing: the rest of the head is not read.
-            raise httptools.HttpParserError("head too large")
+    def refuse_head(self) -> None:
+        self.final = HEAD_TOO_LARGE
+        # Stop parsing: the rest of the head is not read.
+        raise httptools.HttpParserError("head too large")
 
     def on_headers_complete(self) -> None:
         self.in_head = False
         for name, value in self.headers:
-            lower = name.lower()
-            if lower == b"content-length" and value.strip().isdigit() and int(value) > MAX_BODY_BYTES:
-                self.refuse_body()
-                return
-            if lower == b"expect" and value.lower() == b"100-continue" and self.transport is not None:
+            # Only two names matter here: their lengths rule out the other headers without a lowercase copy.
+            size = len(name)
+            if size == CONTENT_LENGTH_SIZE:
+                if name.lower() == b"content-length" and value.strip().isdigit() and int(value) > MAX_BODY_BYTES:
+                    self.refuse_body()
+                    return
+            elif size == EXPECT_SIZE and name.lower() == b"expect" and value.lower() == b"100-continue" \
+                    and self.transport is not None:
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
@@ -294,11 +301,10 @@ class HttpConnection(asyncio.Protocol):
         transport = self.transport
         assert transport is not None
         keep_alive = request is not None and request.keep_alive and not self.closing and not self.listener.closing
-        head = answer.head(keep_alive, request.version if request is not None else "1.1")
-        if request is not None and request.method == "HEAD" or not answer.body:
-            transport.write(head)
+        if request is None:
+            transport.write(answer.message(keep_alive, "1.1", True))
         else:
-            transport.write(head + answer.body)
+            transport.write(answer.message(keep_alive, request.version, request.method != "HEAD"))
         if not keep_alive:
             self.end()
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
 
+from bunqueue._core.jsonreply import JsonWriter
 from bunqueue._core.packer import ReplyPacker
 
 _PACKER = ReplyPacker()
@@ -34,61 +36,29 @@ def _plain(value: Any) -> Any:
 
 # Made once: json.dumps with options builds an encoder per call.
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-# Values that read the same on the wire and in JSON.
-_AS_IS = frozenset({str, bool, type(None)})
+# Replies made of plain values (most of them) are written in one pass, skipping the wire round trip.
+_WRITER = JsonWriter()
 # The wire's integers are 64-bit, signed or not.
 _INT_MIN = -(2**63)
 _INT_END = 2**64
-# What ``_ready`` answers for a value that only the wire round trip can render.
-_NOT_PLAIN = object()
 
 
-def _ready(value: Any) -> Any:
-    """``_plain`` of a value made only of str-keyed dicts, lists, strings, numbers, booleans and None (the
-    wire leaves those as they are, so the round trip can be skipped); ``_NOT_PLAIN`` for anything else."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return value
-    if kind is int:
-        # A larger one takes the round trip, which refuses it.
-        return value if _INT_MIN <= value < _INT_END else _NOT_PLAIN
-    if kind is float:
-        if value != value or value in (math.inf, -math.inf):
-            return None
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                return _NOT_PLAIN
-            # Strings, booleans, None and integers are most of a reply: taken without a call.
-            kind = type(item)
-            if kind not in _AS_IS and not (kind is int and _INT_MIN <= item < _INT_END):
-                item = _ready(item)
-                if item is _NOT_PLAIN:
-                    return _NOT_PLAIN
-            out[key] = item
-        return out
-    if kind is list:
-        items = []
-        for item in value:
-            kind = type(item)
-            if kind not in _AS_IS and not (kind is int and _INT_MIN <= item < _INT_END):
-                item = _ready(item)
-                if item is _NOT_PLAIN:
-                    return _NOT_PLAIN
-            items.append(item)
-        return items
-    return _NOT_PLAIN
+def _through_the_wire(doc: Any) -> str:
+    wire = msgpack.unpackb(_PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=_ext)
+    return _encode(_plain(wire))
+
+
+def json_bytes(doc: Any) -> bytes:
+    """A reply as UTF-8 JSON, through the same encoder as a TCP reply so both transports show the same
+    fields."""
+    written = _WRITER.plain_json(doc)
+    return written if written is not None else _through_the_wire(doc).encode()
 
 
 def dumps(doc: Any) -> str:
-    """A reply as JSON, through the same encoder as a TCP reply so both transports show the same fields."""
-    ready = _ready(doc)
-    if ready is not _NOT_PLAIN:
-        return _encode(ready)
-    wire = msgpack.unpackb(_PACKER.pack(doc), raw=False, strict_map_key=False, ext_hook=_ext)
-    return _encode(_plain(wire))
+    """``json_bytes`` as text."""
+    written = _WRITER.plain_json(doc)
+    return written.decode() if written is not None else _through_the_wire(doc)
 
 
 def _js_int(text: str) -> int | float:
@@ -100,7 +70,10 @@ def _js_int(text: str) -> int | float:
     return value if _INT_MIN <= value < _INT_END else float(text)
 
 
-_decode = json.JSONDecoder(parse_int=_js_int).decode
+# The decoder's own scanner, called without JSONDecoder.decode's Python wrapper and its two regex passes.
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(parse_int=_js_int).scan_once  # type: ignore[attr-defined]
+# What JSON counts as whitespace around a value.
+_SPACE = " \t\n\r"
 
 
 class TooDeep(ValueError):
@@ -109,7 +82,13 @@ class TooDeep(ValueError):
 
 def loads(text: str) -> Any:
     """A request body's JSON; ValueError when it is not JSON, ``TooDeep`` when nested too deeply."""
+    start = len(text) - len(text.lstrip(_SPACE))
     try:
-        return _decode(text)
+        doc, end = _scan(text, start)
+    except StopIteration:
+        raise ValueError("no JSON value") from None
     except RecursionError as exc:
         raise TooDeep(text[:40]) from exc
+    if end != len(text) and text[end:].strip(_SPACE):
+        raise ValueError("extra data after the JSON value")
+    return doc

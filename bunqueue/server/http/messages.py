@@ -27,10 +27,9 @@ class HttpRequest:
         # The path as sent (percent escapes included), as the route table matches it.
         self.path = path.decode("latin-1")
         self.query_string = query.decode("latin-1")
-        headers: dict[str, str] = {}
-        for name, value in raw_headers:
-            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-        self.headers = headers
+        # Built from the last header to the first, so that a repeated name keeps its first value.
+        self.headers = {name.decode("latin-1").lower(): value.decode("latin-1")
+                        for name, value in reversed(raw_headers)}
         # Bytes that followed an upgrade request (a WebSocket's first frames): they belong to the stream.
         self.rest = b""
         self.keep_alive = True
@@ -63,23 +62,45 @@ class HttpResponse:
         # Headers besides Content-Type, Content-Length, Date and Connection.
         self.headers = headers
 
-    def head(self, keep_alive: bool, version: str) -> bytes:
-        """The status line and headers (the body is written after them unless the request was HEAD)."""
-        status = self.status
-        lines = [f"HTTP/1.1 {status} {_reason(status)}"]
-        if self.content_type is not None:
-            lines.append(f"Content-Type: {self.content_type}")
-        # A 304 has no body of its own: a length would describe the body it stands for.
-        if status not in (204, 304) and status >= 200:
-            lines.append(f"Content-Length: {len(self.body)}")
-        if self.headers:
-            lines.extend(f"{name}: {value}" for name, value in self.headers.items())
-        lines.append(f"Date: {http_date()}")
-        if not keep_alive:
-            lines.append("Connection: close")
-        elif version == "1.0":
-            lines.append("Connection: keep-alive")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    def message(self, keep_alive: bool, version: str, with_body: bool) -> bytes:
+        """The status line and headers, then the body unless ``with_body`` is false (a HEAD request)."""
+        headers = self.headers
+        key = (self.status, self.content_type, tuple(headers.items()) if headers else None)
+        parts = _HEADS.get(key)
+        if parts is None:
+            parts = _head_parts(*key)
+            if len(_HEADS) < MAX_CACHED_HEADS:
+                _HEADS[key] = parts
+        start, end = parts
+        body = self.body
+        tail = _CLOSE if not keep_alive else _KEEP_ALIVE if version == "1.0" else b"\r\n"
+        if end is None:
+            # No Content-Length: ``start`` runs up to the Date header.
+            return b"".join((start, http_date(), tail, body if with_body else b""))
+        return b"".join((start, b"%d" % len(body), end, http_date(), tail, body if with_body else b""))
+
+
+# What a head holds besides its Content-Length value and its Date and Connection headers, made once for
+# each status, content type and extra headers (a few dozen kinds in all; past the bound, made each time).
+HeadKey = tuple[int, str | None, tuple[tuple[str, str], ...] | None]
+_HEADS: dict[HeadKey, tuple[bytes, bytes | None]] = {}
+MAX_CACHED_HEADS = 256
+_CLOSE = b"Connection: close\r\n\r\n"
+_KEEP_ALIVE = b"Connection: keep-alive\r\n\r\n"
+
+
+def _head_parts(status: int, content_type: str | None,
+                headers: tuple[tuple[str, str], ...] | None) -> tuple[bytes, bytes | None]:
+    """The head up to the Content-Length value and from it to the Date header (None: no length)."""
+    lines = [f"HTTP/1.1 {status} {_reason(status)}"]
+    if content_type is not None:
+        lines.append(f"Content-Type: {content_type}")
+    extra = "".join(f"{name}: {value}\r\n" for name, value in headers or ())
+    # A 304 has no body of its own: a length would describe the body it stands for.
+    if status not in (204, 304) and status >= 200:
+        lines.append("Content-Length: ")
+        return "\r\n".join(lines).encode("latin-1"), ("\r\n" + extra + "Date: ").encode("latin-1")
+    return ("\r\n".join(lines) + "\r\n" + extra + "Date: ").encode("latin-1"), None
 
 
 _REASONS = {int(s): s.phrase for s in HTTPStatus}
@@ -90,19 +111,19 @@ def _reason(status: int) -> str:
 
 
 class _DateHeader:
-    __slots__ = ("second", "text")
+    __slots__ = ("second", "value")
 
     def __init__(self) -> None:
         self.second = -1
-        self.text = ""
+        self.value = b""
 
-    def __call__(self) -> str:
+    def __call__(self) -> bytes:
         now = int(time.time())
         if now != self.second:
-            self.text = formatdate(now, usegmt=True)
+            self.value = formatdate(now, usegmt=True).encode("latin-1") + b"\r\n"
             self.second = now
-        return self.text
+        return self.value
 
 
-# The Date header's value, formatted once a second.
+# The Date header's value and line end, formatted once a second.
 http_date = _DateHeader()

@@ -247,11 +247,28 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile("/".join(parts) + r"\Z")
 
 
-_TABLE = tuple((route, _compile(route.pattern)) for route in ROUTES)
+def _first_segment(path: str) -> str:
+    return path.split("/", 2)[1] if path.startswith("/") else ""
+
+
+# Every pattern starts with a literal segment: a path is tried only against the routes of its method whose
+# pattern starts with the same one, in table order.
+def _index() -> dict[tuple[str, str], tuple[tuple[Route, re.Pattern[str]], ...]]:
+    table: dict[tuple[str, str], tuple[tuple[Route, re.Pattern[str]], ...]] = {}
+    for route in ROUTES:
+        assert not route.pattern.startswith("/:"), route.pattern
+        key = (route.method, _first_segment(route.pattern))
+        table[key] = (*table.get(key, ()), (route, _compile(route.pattern)))
+    return table
+
+
+_TABLE = _index()
 
 
 def decode(text: str) -> str:
     """decodeURIComponent: a malformed escape is an error, not passed through."""
+    if "%" not in text:
+        return text
     if re.search(r"%(?![0-9A-Fa-f]{2})", text):
         raise BadEscape(text)
     try:
@@ -262,9 +279,7 @@ def decode(text: str) -> str:
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     """The first route for the method and path, with its parameters (decoded where the route says)."""
-    for route, regex in _TABLE:
-        if route.method != method:
-            continue
+    for route, regex in _TABLE.get((method, _first_segment(path)), ()):
         found = regex.match(path)
         if found is not None:
             params = found.groupdict()

@@ -239,6 +239,13 @@ def test_bearer_tokens_guard_everything_but_health_and_preflight() -> None:
             assert (await fetch(http, "GET", "/queues", headers=good))[0] == 200
             assert (await fetch(http, "GET", "/nope", headers=good))[0] == 404
             assert (await fetch(http, "GET", "/queues", headers={"Authorization": "bearer tok-two"}))[0] == 401
+            # A repeated header counts with its first value only.
+            for first, second, status in (("tok-one", "nope", b"200"), ("nope", "tok-one", b"401")):
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
+                writer.write(b"GET /queues HTTP/1.1\r\nAuthorization: Bearer %s\r\nauthorization: Bearer %s\r\n\r\n"
+                             % (first.encode(), second.encode()))
+                assert (await asyncio.wait_for(reader.readline(), 5)).split()[1] == status
+                writer.close()
 
     try:
         asyncio.run(check())

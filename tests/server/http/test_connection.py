@@ -309,3 +309,34 @@ async def test_an_idle_keep_alive_connection_is_closed(monkeypatch: pytest.Monke
         assert not server.http.connections
     finally:
         await server.shutdown()
+
+
+async def test_answers_are_written_byte_for_byte_in_the_originals_layout(http_server: ServerProcess) -> None:
+    """Status line, Content-Type, Content-Length, the CORS header (CORS_ALLOW_ORIGIN is empty here), Date,
+    then Connection when it is not the version's default: the same bytes whichever cached head parts they
+    were assembled from."""
+    reader, writer = await open_http(http_server)
+    job = '{"data":"\u00e9"}'.encode()
+    writer.write(b"POST /queues/layout/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(job), job)
+                 + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"OPTIONS /queues HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"GET /nowhere HTTP/1.0\r\n\r\n")
+    raw = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    answers = raw.split(b"HTTP/1.1 ")[1:]
+    heads = [answer.partition(b"\r\n\r\n") for answer in answers]
+    dates = [line for head, _, _ in heads for line in head.split(b"\r\n") if line.startswith(b"Date: ")]
+    assert len(dates) == 4 and all(time.strptime(d[6:].decode(), "%a, %d %b %Y %H:%M:%S GMT") for d in dates)
+    pushed = json.loads(heads[0][2])
+    body = json.dumps({"ok": True, "id": pushed["id"]}, separators=(",", ":")).encode()
+    assert answers[0] == (b"200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                          b"Access-Control-Allow-Origin: \r\n%s\r\n\r\n%s" % (len(body), dates[0], body))
+    assert answers[1] == b"200 OK\r\nContent-Type: text/plain;charset=utf-8\r\nContent-Length: 2\r\n" \
+                         b"Access-Control-Allow-Origin: \r\n%s\r\n\r\nOK" % dates[1]
+    assert answers[2] == (b"204 No Content\r\nAccess-Control-Allow-Origin: \r\n"
+                          b"Access-Control-Allow-Methods: GET, POST, PUT, DELETE, OPTIONS\r\n"
+                          b"Access-Control-Allow-Headers: Content-Type, Authorization\r\n"
+                          b"Access-Control-Max-Age: 86400\r\n%s\r\n\r\n" % dates[2])
+    assert answers[3] == (b"404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 32\r\n"
+                          b"Access-Control-Allow-Origin: \r\n%s\r\nConnection: close\r\n\r\n"
+                          b'{"ok":false,"error":"Not found"}' % dates[3])

@@ -29,17 +29,35 @@ plain_values = st.recursive(
 @given(st.dictionaries(st.text(), flat_values))
 def test_flat_replies_read_as_the_wire_encoder_writes_them(doc: dict[str, Any]) -> None:
     assert encoding.dumps(doc) == through_the_wire(doc)
+    assert encoding.json_bytes(doc) == through_the_wire(doc).encode()
 
 
 @given(st.dictionaries(st.text(), plain_values))
 def test_nested_plain_replies_read_as_the_wire_encoder_writes_them(doc: dict[str, Any]) -> None:
     assert encoding.dumps(doc) == through_the_wire(doc)
+    assert encoding.json_bytes(doc) == through_the_wire(doc).encode()
+
+
+def test_every_escape_and_number_edge_reads_as_the_json_module_writes_it() -> None:
+    text = "".join(map(chr, range(0x80))) + "é\u2028\U0001F600"
+    doc = {text: [text, 2.0**53, -(2.0**53), 2.0**53 - 1, -0.0, 1e16, 1e-7, 0.1, float("inf"), -(2**63), 2**64 - 1]}
+    assert encoding.json_bytes(doc) == through_the_wire(doc).encode()
+    assert encoding.json_bytes(doc) == json.dumps(
+        {text: [text, 9007199254740992.0, -9007199254740992.0, 9007199254740991, 0, 1e16, 1e-7, 0.1, None,
+                -(2**63), 2**64 - 1]}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def test_what_is_not_plain_takes_the_round_trip() -> None:
-    assert encoding._ready({"t": (1, 2)}) is encoding._NOT_PLAIN
-    assert encoding._ready({1: "a"}) is encoding._NOT_PLAIN
-    assert encoding._ready({"b": b"x"}) is encoding._NOT_PLAIN
+    assert encoding._WRITER.plain_json({"t": (1, 2)}) is None
+    assert encoding._WRITER.plain_json({1: "a"}) is None
+    assert encoding._WRITER.plain_json({"b": b"x"}) is None
+    assert encoding._WRITER.plain_json({"n": 2**64}) is None
+    assert encoding._WRITER.plain_json({"n": -(2**63) - 1}) is None
+    assert encoding._WRITER.plain_json({"s": "\ud800"}) is None
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    assert encoding._WRITER.plain_json(deep) is None
     assert encoding.dumps({"t": (1, 2.0), "k": {3: 4.0}}) == through_the_wire({"t": (1, 2.0), "k": {3: 4.0}})
 
 
