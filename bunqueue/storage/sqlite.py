@@ -37,9 +37,9 @@ MAX_BUFFERED_JOBS = 20_000
 # The WAL is copied back into the database by a thread of its own after about this many row writes.
 CHECKPOINT_ROWS = 20_000
 # PASSIVE never catches a writer that is always mid-batch, and the WAL restarts only after a complete
-# checkpoint, so under a load without pauses it grew by the whole load. Past this size the writer itself
-# truncates it between two batches (any other connection asking would starve: the writer takes its lock
-# again at once), copying only what PASSIVE left.
+# checkpoint, so under a load without pauses it grew by the whole load. Once a PASSIVE has copied a WAL
+# past this size, the writer itself truncates it between two batches (any other connection asking would
+# starve: the writer takes its lock again at once), copying only what it wrote since: one short pause.
 WAL_RESET_BYTES = 64 * 1024 * 1024
 
 # The SQL a batch is written with; a row of a RowBuffer names its statement by index in this list.
@@ -234,8 +234,9 @@ class SQLiteStore:
         self.thread: threading.Thread | None = None
         self.checkpoint_wanted = threading.Event()
         self.checkpointer: threading.Thread | None = None
-        # Held by whichever thread checkpoints: two at once would make the second give up.
-        self.checkpointing = threading.Lock()
+        # Set by the checkpoint thread once its PASSIVE has copied a WAL past WAL_RESET_BYTES, cleared by
+        # the writer after truncating it; meanwhile no PASSIVE runs, so the two never checkpoint at once.
+        self.wal_reset_wanted = False
         self.wal_resets = 0
         self.stopping = False
         self.closed: asyncio.Future[None] | None = None
@@ -322,10 +323,8 @@ class SQLiteStore:
                         self.checkpoint_wanted.set()
                 assert self.loop is not None
                 self.loop.call_soon_threadsafe(self._committed, batch, failure)
-                if os.stat(wal).st_size >= WAL_RESET_BYTES:
-                    # Waits at most for a PASSIVE already running, once per WAL_RESET_BYTES written.
-                    with self.checkpointing:
-                        self._reset_wal(conn, wal)
+                if self.wal_reset_wanted:
+                    self.wal_reset_wanted = not self._reset_wal(conn, wal)
         except Exception:  # pragma: no cover - the thread must report, never die silently
             log.exception("the SQLite writer stopped")
         finally:
@@ -333,28 +332,33 @@ class SQLiteStore:
             if self.loop is not None and self.closed is not None:
                 self.loop.call_soon_threadsafe(_resolve, self.closed, None)
 
-    def _reset_wal(self, conn: BatchWriter, wal: str) -> None:
+    def _reset_wal(self, conn: BatchWriter, wal: str) -> bool:
+        """Truncate the WAL; False when it stays (a reader on an older snapshot: the next batch retries)."""
         try:
-            # A reader on an older snapshot makes TRUNCATE copy what it can and stop: the next batch
-            # tries again.
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
             log.warning("WAL truncation failed: %s", exc)
-        if os.stat(wal).st_size == 0:
-            self.wal_resets += 1
+        if os.stat(wal).st_size >= WAL_RESET_BYTES:
+            return False
+        self.wal_resets += 1
+        return True
 
     def _checkpoint_loop(self) -> None:
         conn = schema.connect(self.path, self.synchronous)
+        wal = self.path + "-wal"
         try:
             while not self.stopping:
                 self.checkpoint_wanted.wait()
                 self.checkpoint_wanted.clear()
                 if self.stopping:
                     break
+                if self.wal_reset_wanted:
+                    continue
                 try:
                     # PASSIVE never blocks the writer: it copies what it can and leaves the rest.
-                    with self.checkpointing:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    # The writer truncates between two batches, when only what it wrote since is left.
+                    self.wal_reset_wanted = os.path.getsize(wal) >= WAL_RESET_BYTES
                 except sqlite3.Error as exc:
                     log.warning("WAL checkpoint failed: %s", exc)
         finally:
