@@ -1,13 +1,16 @@
 """A producer/consumer load against a SQLite server that is killed with SIGKILL at random moments.
 
-The load mixes PUSHB (durable, buffered and delayed jobs), PULL with ACK or FAIL (a failed job is retried),
-PUSHF graphs and a cron whose jobs are pulled and acknowledged. Every acknowledgement the client receives
-is written to a history; after the last restart the queue is drained and the history checked: no
-acknowledged durable push may be missing, no job may be delivered again after its ACK was acknowledged or
-completed twice, buffered pushes may be lost only inside the documented window, and the cron outlives
+The load mixes PUSH and PUSHB (durable, buffered and delayed jobs), PULL with ACK or FAIL (a failed job is
+retried), PUSHF graphs whose children and then parents are pulled and acknowledged, and a cron whose jobs
+are pulled and acknowledged. Producers wait while their queue's backlog is above BACKLOG_MAX, so consumers
+keep up and the file (and each restart) stays small over hundreds of kills, and every round does work until
+its kill. Every acknowledgement the client receives is written to a history; after the last restart the
+queue is drained and the history checked: no acknowledged durable push may be missing, no job may be
+delivered again after its ACK was acknowledged or completed twice, buffered pushes may be lost only inside
+the documented window, no parent may be pulled before all its children completed, and the cron outlives
 every kill.
 
-Run directly for a long run: ``python tests/reliability/crashload.py --kills 300``.
+Run directly for a long run: ``nice python tests/reliability/crashload.py --kills 500 --seed 11``.
 """
 from __future__ import annotations
 
@@ -20,11 +23,14 @@ import sqlite3
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bunqueue._testbase.server import ServerProcess
 from bunqueue.client import connect
+from bunqueue.client.connection import Connection
 
 QUEUE = "crash"
 # PUSHF graphs: a parent in FLOW_PARENTS waits for its children in FLOW_CHILDREN.
@@ -35,6 +41,14 @@ CRON = "crash-cron"
 CRON_EVERY_MS = 100
 # Buffered (non-durable) pushes acknowledged at most this long before a kill may be lost.
 BUFFER_LOSS_WINDOW_MS = 250.0
+# A producer pushes only while its queue holds at most this many jobs not yet pulled (Count).
+BACKLOG_MAX = 200
+BACKLOG_POLL_S = 0.005
+# Each round lasts a random time in this range (seconds), then at least until it pushed and completed a job.
+ROUND_S = (0.05, 0.4)
+ROUND_WORK_TIMEOUT_S = 10.0
+# Every FAIL_EVERY-th pull of a consumer is failed (once per job) instead of acknowledged.
+FAIL_EVERY = 5
 
 
 @dataclass
@@ -43,6 +57,8 @@ class History:
     # killed is read after the kill, so losses are measured against the kill of the job's own round.
     durable: dict[str, tuple[int, float]] = field(default_factory=dict)
     buffered: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # Acknowledged pushes by command (PUSHF counts the jobs of acknowledged graphs).
+    pushed_by: Counter[str] = field(default_factory=Counter)
     acked: set[str] = field(default_factory=set)
     # Job id -> how many of its completions (ACK, ACKB) were acknowledged; more than one is a defect.
     completions: Counter[str] = field(default_factory=Counter)
@@ -52,11 +68,27 @@ class History:
     cron_completed: int = 0
     redelivered_after_ack: list[str] = field(default_factory=list)
     kills: list[float] = field(default_factory=list)
+    # Per round: acknowledged pushes and completions before its kill.
+    round_pushes: list[int] = field(default_factory=list)
+    round_completions: list[int] = field(default_factory=list)
     # Parent id -> its children's ids, for every PUSHF sent; the acknowledged ones by parent id.
     graphs: dict[str, list[str]] = field(default_factory=dict)
     graphs_acked: set[str] = field(default_factory=set)
     # Children pulled while the server did not know their parent: a graph visible in part.
     orphan_pulls: list[str] = field(default_factory=list)
+    # Parents pulled while one of their children was not completed.
+    early_parents: list[str] = field(default_factory=list)
+    parents_completed: int = 0
+
+    def pushed(self, ids: list[str], durable: bool, kind: str, delayed: bool, round_no: int) -> None:
+        book = self.durable if durable else self.buffered
+        at = (round_no, now_ms())
+        for job_id in ids:
+            book[job_id] = at
+        self.pushed_by[kind] += len(ids)
+        self.delayed += len(ids) if delayed else 0
+        if round_no < len(self.round_pushes):
+            self.round_pushes[round_no] += len(ids)
 
     def delivered(self, job_id: str) -> None:
         if job_id in self.acked:
@@ -65,34 +97,59 @@ class History:
     def completed(self, job_id: str) -> None:
         self.acked.add(job_id)
         self.completions[job_id] += 1
+        if self.round_completions:
+            self.round_completions[-1] += 1
 
 
 def now_ms() -> float:
     return time.time() * 1000.0
 
 
-async def produce(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int) -> None:
+async def wait_for_room(conn: Connection, queue: str, stop: asyncio.Event) -> None:
+    """Return once ``queue`` holds at most BACKLOG_MAX jobs not yet pulled (or the round is over)."""
+    while not stop.is_set():
+        reply = await conn.request({"cmd": "Count", "queue": queue})
+        if reply.get("count", 0) <= BACKLOG_MAX:
+            return
+        await asyncio.sleep(BACKLOG_POLL_S)
+
+
+def job_fields(n: int, durable: bool, delayed: bool) -> dict[str, Any]:
+    # Delayed jobs must survive the kill in the delayed set; 1000 attempts without backoff retry a FAIL at once.
+    return {"name": "j", "data": {"n": n}, "durable": durable, "maxAttempts": 1000, "backoff": 0,
+            **({"delay": 50} if delayed else {})}
+
+
+async def produce_batches(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int) -> None:
     conn = await connect(*addr)
     try:
         n = 0
         while not stop.is_set():
-            durable = n % 10 == 0
-            # Every other durable batch is delayed: it must survive the kill in the delayed set.
-            delay = {"delay": 50} if n % 20 == 0 else {}
-            batch = [
-                {"name": "j", "data": {"n": n + i}, "durable": durable, "maxAttempts": 1000, "backoff": 0,
-                 **delay}
-                for i in range(5)
-            ]
+            await wait_for_room(conn, QUEUE, stop)
+            # Every other batch is durable, every other durable batch delayed.
+            durable, delayed = n % 10 == 0, n % 20 == 0
+            batch = [job_fields(n + i, durable, delayed) for i in range(5)]
             n += 5
             reply = await conn.request({"cmd": "PUSHB", "queue": QUEUE, "jobs": batch})
-            if not reply.get("ok"):
-                continue
-            book = history.durable if durable else history.buffered
-            history.delayed += len(reply["ids"]) if delay else 0
-            at = (round_no, now_ms())
-            for job_id in reply["ids"]:
-                book[job_id] = at
+            if reply.get("ok"):
+                history.pushed(reply["ids"], durable, "PUSHB", delayed, round_no)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
+async def produce_singles(addr: tuple[str, int], history: History, stop: asyncio.Event, round_no: int) -> None:
+    conn = await connect(*addr)
+    try:
+        n = 0
+        while not stop.is_set():
+            await wait_for_room(conn, QUEUE, stop)
+            durable, delayed = n % 2 == 0, n % 4 == 0
+            n += 1
+            reply = await conn.request({"cmd": "PUSH", "queue": QUEUE, **job_fields(n, durable, delayed)})
+            if reply.get("ok"):
+                history.pushed([reply["id"]], durable, "PUSH", delayed, round_no)
     except (ConnectionError, OSError):
         pass
     finally:
@@ -102,14 +159,16 @@ async def produce(addr: tuple[str, int], history: History, stop: asyncio.Event, 
 async def consume(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
     conn = await connect(*addr)
     try:
+        pulls = 0
         while not stop.is_set():
             reply = await conn.request({"cmd": "PULL", "queue": QUEUE, "owner": "w", "lockTtl": 60000,
                                         "timeout": 50})
             job = reply.get("job")
             if not job:
                 continue
+            pulls += 1
             history.delivered(job["id"])
-            if job["id"] not in history.failed and len(history.acked) % 5 == 0:
+            if job["id"] not in history.failed and pulls % FAIL_EVERY == 0:
                 failure = await conn.request({"cmd": "FAIL", "id": job["id"], "token": reply["token"],
                                               "error": "crash-load"})
                 if failure.get("ok"):
@@ -139,6 +198,7 @@ async def produce_flows(addr: tuple[str, int], history: History, stop: asyncio.E
     try:
         n = 0
         while not stop.is_set():
+            await wait_for_room(conn, FLOW_CHILDREN, stop)
             parent = f"g{round_no}-{n}"
             kids = [f"{parent}-{i}" for i in range(rng.randint(1, 8))]
             n += 1
@@ -147,6 +207,7 @@ async def produce_flows(addr: tuple[str, int], history: History, stop: asyncio.E
             reply = await conn.request(flow_graph(parent, kids))
             if reply.get("ok"):
                 history.graphs_acked.add(parent)
+                history.pushed_by["PUSHF"] += 1 + len(kids)
     except (ConnectionError, OSError):
         pass
     finally:
@@ -163,7 +224,38 @@ async def consume_flows(addr: tuple[str, int], history: History, stop: asyncio.E
                 continue
             parents = await conn.pipeline([{"cmd": "GetState", "id": job["parentId"]} for job in jobs])
             history.orphan_pulls += [job["id"] for job, r in zip(jobs, parents) if r.get("state") == "unknown"]
-            await conn.request({"cmd": "ACKB", "ids": [job["id"] for job in jobs]})
+            ids = [job["id"] for job in jobs]
+            for job_id in ids:
+                history.delivered(job_id)
+            ack = await conn.request({"cmd": "ACKB", "ids": ids})
+            if ack.get("ok"):
+                for job_id in ids:
+                    history.completed(job_id)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.abort()
+
+
+async def consume_parents(addr: tuple[str, int], history: History, stop: asyncio.Event) -> None:
+    """Pull the parents whose children all completed, check that they did, and acknowledge them."""
+    conn = await connect(*addr)
+    try:
+        while not stop.is_set():
+            reply = await conn.request({"cmd": "PULL", "queue": FLOW_PARENTS, "owner": "p", "lockTtl": 60000,
+                                        "timeout": 50})
+            job = reply.get("job")
+            if not job:
+                continue
+            history.delivered(job["id"])
+            kids = history.graphs.get(job["id"], [])
+            states = await conn.pipeline([{"cmd": "GetState", "id": kid} for kid in kids])
+            if any(r.get("state") != "completed" for r in states):
+                history.early_parents.append(job["id"])
+            ack = await conn.request({"cmd": "ACK", "id": job["id"], "token": reply["token"]})
+            if ack.get("ok"):
+                history.completed(job["id"])
+                history.parents_completed += 1
     except (ConnectionError, OSError):
         pass
     finally:
@@ -192,18 +284,26 @@ async def consume_cron(addr: tuple[str, int], history: History, stop: asyncio.Ev
 async def one_round(proc: ServerProcess, history: History, rng: random.Random) -> None:
     stop = asyncio.Event()
     round_no = len(history.kills)
+    history.round_pushes.append(0)
+    history.round_completions.append(0)
     if round_no == 0:
         conn = await connect(*proc.addr)
         reply = await conn.request({"cmd": "Cron", "name": CRON, "queue": CRON, "repeatEvery": CRON_EVERY_MS,
                                     "data": {}})
         assert reply.get("ok"), reply
         await conn.close()
-    tasks = [asyncio.create_task(produce(proc.addr, history, stop, round_no)) for _ in range(2)]
+    tasks = [asyncio.create_task(produce_batches(proc.addr, history, stop, round_no)),
+             asyncio.create_task(produce_singles(proc.addr, history, stop, round_no)),
+             asyncio.create_task(produce_flows(proc.addr, history, stop, round_no, rng)),
+             asyncio.create_task(consume_flows(proc.addr, history, stop)),
+             asyncio.create_task(consume_parents(proc.addr, history, stop)),
+             asyncio.create_task(consume_cron(proc.addr, history, stop))]
     tasks += [asyncio.create_task(consume(proc.addr, history, stop)) for _ in range(3)]
-    tasks.append(asyncio.create_task(produce_flows(proc.addr, history, stop, round_no, rng)))
-    tasks.append(asyncio.create_task(consume_flows(proc.addr, history, stop)))
-    tasks.append(asyncio.create_task(consume_cron(proc.addr, history, stop)))
-    await asyncio.sleep(rng.uniform(0.1, 0.6))
+    await asyncio.sleep(rng.uniform(*ROUND_S))
+    # A round killed before it pushed and completed anything would test only the restart.
+    deadline = time.monotonic() + ROUND_WORK_TIMEOUT_S
+    while 0 in (history.round_pushes[-1], history.round_completions[-1]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
     assert proc.proc is not None
     os.kill(proc.proc.pid, signal.SIGKILL)
     history.kills.append(now_ms())
@@ -252,24 +352,43 @@ class FlowVerdict:
     # Parents still waiting for children that have all completed.
     stuck_parents: int
     orphan_pulls: int
+    parents_completed: int = 0
+    # Parents pulled while one of their children was not completed.
+    early_parents: int = 0
+
+
+def graph_chunks(graphs: dict[str, list[str]], size: int = 500) -> Iterator[list[tuple[str, list[str]]]]:
+    """The graphs in groups of about ``size`` members, one pipeline each."""
+    chunk: list[tuple[str, list[str]]] = []
+    members = 0
+    for parent, kids in graphs.items():
+        chunk.append((parent, kids))
+        members += 1 + len(kids)
+        if members >= size:
+            yield chunk
+            chunk, members = [], 0
+    if chunk:
+        yield chunk
 
 
 async def check_flows(addr: tuple[str, int], history: History) -> FlowVerdict:
     conn = await connect(*addr)
     try:
         partial = missing = stuck = 0
-        for parent, kids in history.graphs.items():
-            replies = await conn.pipeline([{"cmd": "GetState", "id": j} for j in (parent, *kids)])
-            states = [r["state"] for r in replies]
-            known = sum(state != "unknown" for state in states)
-            if 0 < known < len(states):
-                partial += 1
-            if parent in history.graphs_acked and known < len(states):
-                missing += 1
-            if states[0] == "waiting-children" and all(state == "completed" for state in states[1:]):
-                stuck += 1
+        for chunk in graph_chunks(history.graphs):
+            replies = iter(await conn.pipeline(
+                [{"cmd": "GetState", "id": j} for parent, kids in chunk for j in (parent, *kids)]))
+            for parent, kids in chunk:
+                states = [next(replies)["state"] for _ in range(1 + len(kids))]
+                known = sum(state != "unknown" for state in states)
+                if 0 < known < len(states):
+                    partial += 1
+                if parent in history.graphs_acked and known < len(states):
+                    missing += 1
+                if states[0] == "waiting-children" and all(state == "completed" for state in states[1:]):
+                    stuck += 1
         return FlowVerdict(len(history.graphs), len(history.graphs_acked), partial, missing, stuck,
-                           len(history.orphan_pulls))
+                           len(history.orphan_pulls), history.parents_completed, len(history.early_parents))
     finally:
         await conn.close()
 
@@ -279,6 +398,8 @@ class Verdict:
     kills: int
     durable_pushed: int
     buffered_pushed: int
+    # Acknowledged pushes by command: PUSH, PUSHB, PUSHF (jobs of acknowledged graphs).
+    pushed_by: dict[str, int]
     acked: int
     durable_missing: int
     redelivered_after_ack: int
@@ -287,13 +408,20 @@ class Verdict:
     worst_buffered_loss_ms: float
     integrity: str
     failed: int
+    # Failed jobs later completed: the FAIL was retried.
+    failed_then_completed: int
     delayed_pushed: int
     # Jobs whose completion was acknowledged twice.
     double_completed: int
     cron_completed: int
+    # The fewest acknowledged pushes and completions of any round before its kill.
+    fewest_round_pushes: int
+    fewest_round_completions: int
     # Whether the cron is still registered after the last kill.
     cron_alive: bool = False
     flows: FlowVerdict | None = None
+    data_file_mb: float = 0.0
+    seconds: float = 0.0
 
 
 def check(history: History, known: set[str], data: Path) -> Verdict:
@@ -313,6 +441,7 @@ def check(history: History, known: set[str], data: Path) -> Verdict:
         kills=len(history.kills),
         durable_pushed=len(history.durable),
         buffered_pushed=len(history.buffered),
+        pushed_by=dict(history.pushed_by),
         acked=len(history.acked),
         durable_missing=len(durable_missing),
         redelivered_after_ack=len(history.redelivered_after_ack),
@@ -321,14 +450,20 @@ def check(history: History, known: set[str], data: Path) -> Verdict:
         worst_buffered_loss_ms=round(worst, 1),
         integrity=integrity,
         failed=len(history.failed),
+        failed_then_completed=len(history.failed & history.acked),
         delayed_pushed=history.delayed,
         double_completed=sum(n > 1 for n in history.completions.values()),
         cron_completed=history.cron_completed,
+        fewest_round_pushes=min(history.round_pushes, default=0),
+        fewest_round_completions=min(history.round_completions, default=0),
+        data_file_mb=round(data.stat().st_size / 1e6, 1),
     )
 
 
 async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) -> Verdict:
+    started = time.monotonic()
     rng = random.Random(seed)
+    workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "crash.db"
     history = History()
     env = {"BUNQUEUE_DATA_PATH": str(data), "RATE_LIMIT_MAX_REQUESTS": "0"}
@@ -336,8 +471,9 @@ async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) 
         proc = ServerProcess(env=env).start()
         await one_round(proc, history, rng)
         if progress:
-            print(f"kill {i + 1}/{kills}: {len(history.durable) + len(history.buffered)} pushed,"
-                  f" {len(history.acked)} acked", file=sys.stderr)
+            print(f"kill {i + 1}/{kills} at {time.monotonic() - started:.0f} s:"
+                  f" {len(history.durable) + len(history.buffered)} pushed, {len(history.acked)} acked",
+                  file=sys.stderr, flush=True)
     proc = ServerProcess(env=env).start()
     try:
         known = await drain(proc.addr, history)
@@ -350,7 +486,17 @@ async def run(kills: int, workdir: Path, seed: int = 1, progress: bool = False) 
     verdict = check(history, known, data)
     verdict.flows = flows
     verdict.cron_alive = bool(cron.get("ok") and cron.get("cron"))
+    verdict.seconds = round(time.monotonic() - started, 1)
     return verdict
+
+
+def passed(verdict: Verdict) -> bool:
+    flows = verdict.flows
+    return (verdict.durable_missing == 0 and verdict.redelivered_after_ack == 0
+            and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok"
+            and verdict.double_completed == 0 and verdict.cron_alive
+            and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0
+            and flows.orphan_pulls == flows.early_parents == 0)
 
 
 def main() -> None:
@@ -365,12 +511,7 @@ def main() -> None:
     verdict = asyncio.run(run(args.kills, workdir, args.seed, progress=True))
     for key, value in vars(verdict).items():
         print(f"{key:34} {value}")
-    flows = verdict.flows
-    ok = (verdict.durable_missing == 0 and verdict.redelivered_after_ack == 0
-          and verdict.buffered_missing_outside_window == 0 and verdict.integrity == "ok"
-          and verdict.double_completed == 0 and verdict.cron_alive
-          and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0
-          and flows.orphan_pulls == 0)
+    ok = passed(verdict)
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)
 
