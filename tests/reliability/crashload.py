@@ -198,7 +198,9 @@ async def produce_flows(addr: tuple[str, int], history: History, stop: asyncio.E
     try:
         n = 0
         while not stop.is_set():
+            # Parents released by their children wait in their own queue: both backlogs are bounded.
             await wait_for_room(conn, FLOW_CHILDREN, stop)
+            await wait_for_room(conn, FLOW_PARENTS, stop)
             parent = f"g{round_no}-{n}"
             kids = [f"{parent}-{i}" for i in range(rng.randint(1, 8))]
             n += 1
