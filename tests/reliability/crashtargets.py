@@ -62,7 +62,7 @@ class Target(Protocol):
     buffer_loss_window_ms: float | None
     lock_ttl_ms: int
     reply_limit_s: float | None
-    # What a producer waits between batches (0: a bare yield to the other clients).
+    # What a producer waits between two pushes (0: a bare yield to the other clients).
     push_pause_s: float
     postgres_kills: int
     slowest_reconnect_s: float
@@ -86,6 +86,9 @@ class Target(Protocol):
     async def integrity(self) -> str:
         """``ok``, or what is wrong in the store."""
 
+    async def store_mb(self) -> float:
+        """What the run left in the store, in MB."""
+
     async def stop(self) -> None: ...
 
 
@@ -102,6 +105,7 @@ class SqliteTarget:
                  after_kill: Callable[[], None] | None = None) -> None:
         """``killed_env`` is added to the environment of the servers to be killed; ``after_kill`` runs once
         the killed server is gone, before the next one starts."""
+        workdir.mkdir(parents=True, exist_ok=True)
         self.data = workdir / "crash.db"
         self.env = {"BUNQUEUE_DATA_PATH": str(self.data), "RATE_LIMIT_MAX_REQUESTS": "0"}
         self.killed_env = dict(killed_env or {})
@@ -135,6 +139,9 @@ class SqliteTarget:
         with sqlite3.connect(self.data) as conn:
             return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
 
+    async def store_mb(self) -> float:
+        return self.data.stat().st_size / 1e6
+
     async def stop(self) -> None:
         if self.proc is not None:
             self.proc.stop()
@@ -159,6 +166,8 @@ SELECT count(*) FROM bunqueue_job_dependencies d JOIN bunqueue_jobs j ON j.names
     AND j.id = d.depends_on
 WHERE d.namespace = $1 AND j.state = {states.COMPLETED}
 """
+
+_ROWS_SIZE = "SELECT sum(pg_column_size(j.*)) FROM bunqueue_jobs j WHERE namespace = $1"
 
 
 class PostgresTarget:
@@ -268,6 +277,15 @@ class PostgresTarget:
             await conn.close()
         wrong = [f"{name}: {count}" for name, count in row.items() if count]
         return "; ".join(wrong) or "ok"
+
+    async def store_mb(self) -> float:
+        """The namespace's job rows (the server may hold other namespaces)."""
+        conn = await asyncpg.connect(self.postgres.url())
+        try:
+            size = await conn.fetchval(_ROWS_SIZE, self.namespace)
+        finally:
+            await conn.close()
+        return int(size or 0) / 1e6
 
     async def stop(self) -> None:
         for broker in self.brokers:

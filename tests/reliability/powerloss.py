@@ -154,7 +154,8 @@ def full_ok(verdict: PowerVerdict) -> bool:
             and verdict.outside_bound == 0 and verdict.integrity_failures == 0 and crash.integrity == "ok"
             and crash.unworked == crash.double_completed == crash.buffered_missing_outside_window == 0
             and crash.cron_alive
-            and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0)
+            and flows is not None and flows.partial == flows.acked_missing == flows.stuck_parents == 0
+            and flows.early_parents == 0)
 
 
 def normal_ok(verdict: PowerVerdict) -> bool:

@@ -1,8 +1,9 @@
 """The crash load in PostgreSQL mode: two brokers in one namespace, kills alternating between a broker
 (SIGKILL) and PostgreSQL itself (``pg_ctl stop -m immediate``). Every acknowledged push is there and worked,
-no job completes twice or comes back after its acknowledged ACK, every acknowledged PUSHF graph is whole,
-the cron outlives every kill, the brokers answer within their limit while the database is away and serve
-again by themselves once it is back, and no job row is left in a state no command leaves it in.
+no job completes twice or comes back after its acknowledged ACK, every acknowledged PUSHF graph is whole, no
+parent is pulled before its children completed, the cron outlives every kill, the brokers answer within their
+limit while the database is away and serve again by themselves once it is back, and no job row is left in a
+state no command leaves it in.
 
 CI runs a few kills of each kind; ``BUNQUEUE_CRASH_KILLS=100`` (or ``python tests/reliability/crashload.py
 --postgres --kills 100``) runs many.
@@ -35,7 +36,10 @@ async def test_broker_and_postgres_kills_under_load_lose_nothing_acknowledged(
     verdict = await run_on(PostgresTarget(crashable_postgres), kills, seed=7)
     assert verdict.kills == kills and verdict.postgres_kills == kills // 2
     assert verdict.durable_pushed > 0 and verdict.buffered_pushed > 0 and verdict.acked > 0, "the load did not run"
+    assert all(verdict.pushed_by.get(kind, 0) > 0 for kind in ("PUSH", "PUSHB", "PUSHF")), verdict.pushed_by
+    assert verdict.fewest_round_pushes > 0 and verdict.fewest_round_completions > 0, "a round did no work"
     assert verdict.single_pushes > 0 and verdict.failed > 0 and verdict.delayed_pushed > 0, verdict
+    assert verdict.failed_then_completed > 0, verdict
     # A reply leaves after its commit: no acknowledged push may be lost, durable or not.
     assert verdict.durable_missing == 0 and verdict.buffered_missing == 0, verdict
     assert verdict.unworked == 0, verdict
@@ -46,6 +50,7 @@ async def test_broker_and_postgres_kills_under_load_lose_nothing_acknowledged(
     assert flows is not None and flows.graphs_acked > 0, "no flow graph was pushed"
     assert flows.partial == 0 and flows.acked_missing == 0, flows
     assert flows.stuck_parents == 0 and flows.orphan_pulls == 0, flows
+    assert flows.parents_completed > 0 and flows.early_parents == 0, flows
     # The database's outages were seen and answered in time; the brokers found it again by themselves.
     assert verdict.unavailable_replies > 0, verdict
     assert verdict.hangs == 0 and verdict.slowest_reply_s < REPLY_LIMIT_S, verdict

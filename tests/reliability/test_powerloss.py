@@ -96,7 +96,7 @@ def test_full_loses_nothing_acknowledged_on_power_loss(tmp_path: Path, keep: flo
     assert crash.cron_alive, verdict
     flows = crash.flows
     assert flows is not None and flows.graphs_acked > 0
-    assert flows.partial == flows.acked_missing == flows.stuck_parents == 0, flows
+    assert flows.partial == flows.acked_missing == flows.stuck_parents == flows.early_parents == 0, flows
 
 
 def test_normal_loses_only_what_came_after_the_last_wal_fsync(tmp_path: Path) -> None:
