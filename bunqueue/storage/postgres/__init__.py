@@ -43,7 +43,8 @@ Batching: one statement per kind of write, shared by concurrent requests
       row and spent by the same statement. Both are thus global across brokers. A broker learns that a
       queue has limits from the statement itself (an extra row with slot 0), so a queue without limits
       costs one statement and no lock. Grouped jobs have a claim of their own (``groupclaim``): lane order
-      and the group limits of ``bunqueue_groups``, under a per-queue advisory lock.
+      and the group limits of ``bunqueue_groups``, under the same per-queue advisory lock, bounded by the
+      queue's pause and limits as the plain claim is (the two claims' leases count against one limit).
     - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
       AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
       AND j.state = ACTIVE RETURNING j.id, a.token``: a request missing from RETURNING is refused with the
@@ -130,5 +131,5 @@ What is next
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare
       ``asyncio.Future`` instead of wrapping it in a task.
     - Wake-ups for pulls held back by a queue or group limit come with the poll, not with the ACK that frees
-      the slot; a group claim reads the queue's pause but not yet its concurrency and rate limits.
+      the slot.
 """

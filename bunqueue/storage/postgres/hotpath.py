@@ -261,7 +261,9 @@ class HotPath:
             rest = [(requests[i][0] - len(out[i][0]), *requests[i][1:]) for i in short]
             round_before = self.wakeups.rounds.get(queue, 0)
             more, lanes_ready = await self._claim_groups(queue, rest, None)
-            if not any(jobs for jobs, _tokens in more):
+            # Lanes a queue with limits held back are looked at every time: its rate bucket refills with time,
+            # which no wake-up tells.
+            if not any(jobs for jobs, _tokens in more) and not (lanes_ready and queue in self.limited_queues):
                 polls = 1 if lanes_ready else LANES_EMPTY_POLLS
                 until = asyncio.get_running_loop().time() + polls * self.poll_interval_s
                 self._lanes_idle[queue] = (round_before, until)
@@ -316,7 +318,7 @@ class HotPath:
             else (claim.concurrency, claim.limit_max, claim.limit_duration, claim.affinity)
         )
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(groupclaim.LOCK, self.namespace, queue)
+            await conn.execute(statements.QUEUE_LOCK, self.namespace, queue)
             rows = await conn.fetch(
                 groupclaim.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls,
                 concurrency, limit_max, limit_duration, affinity,
