@@ -59,7 +59,10 @@ Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
     ``pg_notify('bunqueue', json_build_array(namespace, queue))`` once per queue touched, inside the statement
     (one channel: a namespace is any text, a channel name an identifier); PostgreSQL delivers it only after the
-    commit and folds duplicates within a transaction. Each broker LISTENs on one dedicated connection, drops
+    commit and folds duplicates within a transaction. An ack, fail or lapsed lease that frees a slot a pull
+    may be held back for (the queue has a concurrency limit, or the job's group has ready jobs) notifies its
+    queue the same way (the broker that ran it also wakes its own pullers before it answers); any other ack
+    notifies no one. Each broker LISTENs on one dedicated connection, drops
     other namespaces' payloads and wakes its long-polling pullers for that queue. Notifications can be lost with
     that connection, so every broker also polls each queue it has waiters on every
     ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``. Job events (the events stream, QueueEvents, webhooks) travel the
@@ -130,6 +133,4 @@ What is next
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare
       ``asyncio.Future`` instead of wrapping it in a task.
-    - Wake-ups for pulls held back by a queue or group limit come with the poll, not with the ACK that frees
-      the slot.
 """

@@ -25,6 +25,25 @@ def _notify_ready(source: str) -> str:
     )
 
 
+def notify_freed(source: str) -> str:
+    """CTE ``freeing`` (one row): of the queues ``source`` (rows with ``queue`` and ``group_id`` columns)
+    took running jobs out of, those where that may let a held-back pull claim, as the memory engine wakes a
+    waiter when a job leaves active: the queue has a concurrency limit, or the job's group has ready jobs.
+    Each is notified, and ``freeing.queues`` names them (NULL: none). Any other queue costs an index probe
+    and no notification."""
+    return f"""freeing AS (
+    SELECT array_agg(f.queue) AS queues,
+           count(pg_notify('{CHANNEL}', json_build_array($1::text, f.queue)::text)) AS n
+    FROM (SELECT DISTINCT s.queue FROM (SELECT DISTINCT queue, group_id FROM {source}) s
+          WHERE EXISTS (SELECT 1 FROM bunqueue_queues q
+                        WHERE q.namespace = $1 AND q.queue = s.queue AND q.concurrency IS NOT NULL)
+             OR (s.group_id IS NOT NULL AND EXISTS (
+                 SELECT 1 FROM bunqueue_jobs r
+                 WHERE r.namespace = $1 AND r.queue = s.queue AND r.group_id = s.group_id AND r.state = {READY}))
+    ) f
+)"""
+
+
 def release_dependants(completed: str) -> str:
     """CTEs ``freed`` and ``released``: the edges to the job ids of ``completed`` (a CTE or subquery with an
     ``id`` column) go, and each waiting job whose last edge that was runs (ready, or delayed until its run
@@ -244,7 +263,7 @@ _ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))
 # Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
 # completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
 # that does not settle is left alone and missing from the answer; a settled one names its queue (for its
-# completed event).
+# completed event) and whether its end woke the queue's held-back pulls (``notify_freed``).
 # Results ($4, NULL for none) are kept in the same statement (a flow parent reads its children's there), the
 # jobs that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
@@ -257,11 +276,11 @@ done AS (
         attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END
     FROM req r, clock
     WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
-    RETURNING j.id, r.token, r.result, j.queue
+    RETURNING j.id, r.token, r.result, j.queue, j.group_id
 ), gone AS (
     DELETE FROM bunqueue_jobs j USING req r
     WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
-    RETURNING j.id, r.token, j.queue
+    RETURNING j.id, r.token, j.queue, j.group_id
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
 ), kept AS (
@@ -269,11 +288,12 @@ done AS (
     SELECT $1, id, result FROM done WHERE result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
 ), settled AS (
-    SELECT id FROM done UNION ALL SELECT id FROM gone
+    SELECT id, queue, group_id FROM done UNION ALL SELECT id, queue, group_id FROM gone
 ), {release_dependants("settled")}, forgotten AS (
     DELETE FROM bunqueue_flow_failures x USING settled WHERE x.namespace = $1 AND x.parent_id = settled.id
-), {_notify_ready("released")}
-SELECT id, token, queue FROM done, woken UNION ALL SELECT id, token, queue FROM gone, woken
+), {_notify_ready("released")}, {notify_freed("settled")}
+SELECT s.id, s.token, s.queue, coalesce(s.queue = ANY(freeing.queues), false)
+FROM (SELECT id, token, queue FROM done UNION ALL SELECT id, token, queue FROM gone) s, woken, freeing
 """
 
 _LOST_COLUMNS = (
@@ -305,7 +325,7 @@ FOR UPDATE OF j SKIP LOCKED
 
 # The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14, $18), DLQ entries filed
 # ($9-$12, $15) and the oldest they push out (maxEntries), and jobs deleted ($13) by removeOnFail or the
-# FAIL's remove.
+# FAIL's remove. Returns the queues whose held-back pulls the lost attempts woke (``notify_freed``).
 LOSE = f"""
 WITH moved AS (
     UPDATE bunqueue_jobs j
@@ -318,7 +338,7 @@ WITH moved AS (
                 $14::bigint[], $18::int[])
         AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat, attempts)
     WHERE j.namespace = $1 AND j.id = m.id
-    RETURNING j.queue, j.state
+    RETURNING j.queue, j.state, j.group_id
 ), filed AS (
     INSERT INTO bunqueue_dlq (namespace, queue, job_id, added_at, entry, due_at)
     SELECT $1, d.queue, d.id, d.added_at, d.entry, d.due_at
@@ -341,11 +361,13 @@ WITH moved AS (
     DELETE FROM bunqueue_jobs j USING evicted
     WHERE j.namespace = $1 AND j.id = evicted.job_id AND j.state = {FAILED}
 ), gone AS (
-    DELETE FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($13::text[]) RETURNING j.id
+    DELETE FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($13::text[])
+    RETURNING j.id, j.queue, j.group_id
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
-), {_notify_ready("moved")}
-SELECT n FROM woken
+), {_notify_ready("moved")},
+{notify_freed("(SELECT queue, group_id FROM moved UNION ALL SELECT queue, group_id FROM gone) ended")}
+SELECT freeing.queues FROM woken, freeing
 """
 
 # Why an ack or fail was refused: the rows it named, as they are now.
