@@ -4,7 +4,7 @@ What is here: the settings and connections (``pool``), the schema and its migrat
 broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``), the hot
 path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``copypush``
 (plain pushes by binary COPY), ``jobrows`` (jobs to and from rows), ``collector`` (group commit) and
-``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job events to the other brokers, on the same channel),
+``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job and system events to the other brokers, on the same channel),
 ``figures`` (every count monitoring shows, in one statement), ``jobevents`` (the job family's events and
 counters), and ``jobfamily`` (``PostgresJobs``: PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL over the hot
 path, as the command layer awaits them). A start in
@@ -67,7 +67,9 @@ Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     that connection, so every broker also polls each queue it has waiters on every
     ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``. Job events (the events stream, QueueEvents, webhooks) travel the
     same way: the committing broker sends a NOTIFY payload (job id, queue, event), every broker fans it out to
-    its own subscribers; no per-job event rows are written on the hot path. Webhooks are delivered by the broker
+    its own subscribers; no per-job event rows are written on the hot path. System events (dlq:added,
+    job:promoted, cron:fired, ...) cross the same way, but for those about a broker's own process and
+    connections (``ops.events.LOCAL_SYSTEM_EVENTS``). Webhooks are delivered by the broker
     that committed the event, so once across brokers.
 
 Leases, expiry and fencing
