@@ -4,7 +4,7 @@ What is here: the settings and connections (``pool``), the schema and its migrat
 broker sessions that fence leases (``sessions``), the start-up checks (``startup``, ``errors``), the hot
 path: ``hotpath`` (push, PUSHB, claim, ack, fail, lease expiry) over ``statements``, ``copypush``
 (plain pushes by binary COPY), ``jobrows`` (jobs to and from rows), ``collector`` (group commit) and
-``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job events to the other brokers, on the same channel),
+``wakeups`` (LISTEN/NOTIFY), ``broadcast`` (job and system events to the other brokers, on the same channel),
 ``figures`` (every count monitoring shows, in one statement), ``jobevents`` (the job family's events and
 counters), and ``jobfamily`` (``PostgresJobs``: PUSH, PUSHB, PULL, PULLB, ACK, ACKB and FAIL over the hot
 path, as the command layer awaits them). A start in
@@ -43,7 +43,8 @@ Batching: one statement per kind of write, shared by concurrent requests
       row and spent by the same statement. Both are thus global across brokers. A broker learns that a
       queue has limits from the statement itself (an extra row with slot 0), so a queue without limits
       costs one statement and no lock. Grouped jobs have a claim of their own (``groupclaim``): lane order
-      and the group limits of ``bunqueue_groups``, under a per-queue advisory lock.
+      and the group limits of ``bunqueue_groups``, under the same per-queue advisory lock, bounded by the
+      queue's pause and limits as the plain claim is (the two claims' leases count against one limit).
     - ack/fail: ``UPDATE bunqueue_jobs j SET state = ..., completed_at = ... FROM unnest($ids, $tokens, ...)
       AS a(id, token, ...) WHERE j.namespace = $1 AND j.id = a.id AND j.lease_token = a.token
       AND j.state = ACTIVE RETURNING j.id, a.token``: a request missing from RETURNING is refused with the
@@ -58,12 +59,17 @@ Wake-ups: LISTEN/NOTIFY after commit, a poll as the safety net
     A transaction that makes work claimable (push, retry, delayed promotion, released lease) calls
     ``pg_notify('bunqueue', json_build_array(namespace, queue))`` once per queue touched, inside the statement
     (one channel: a namespace is any text, a channel name an identifier); PostgreSQL delivers it only after the
-    commit and folds duplicates within a transaction. Each broker LISTENs on one dedicated connection, drops
+    commit and folds duplicates within a transaction. An ack, fail or lapsed lease that frees a slot a pull
+    may be held back for (the queue has a concurrency limit, or the job's group has ready jobs) notifies its
+    queue the same way (the broker that ran it also wakes its own pullers before it answers); any other ack
+    notifies no one. Each broker LISTENs on one dedicated connection, drops
     other namespaces' payloads and wakes its long-polling pullers for that queue. Notifications can be lost with
     that connection, so every broker also polls each queue it has waiters on every
     ``BUNQUEUE_POSTGRES_POLL_INTERVAL_MS``. Job events (the events stream, QueueEvents, webhooks) travel the
     same way: the committing broker sends a NOTIFY payload (job id, queue, event), every broker fans it out to
-    its own subscribers; no per-job event rows are written on the hot path. Webhooks are delivered by the broker
+    its own subscribers; no per-job event rows are written on the hot path. System events (dlq:added,
+    job:promoted, cron:fired, ...) cross the same way, but for those about a broker's own process and
+    connections (``ops.events.LOCAL_SYSTEM_EVENTS``). Webhooks are delivered by the broker
     that committed the event, so once across brokers.
 
 Leases, expiry and fencing
@@ -130,6 +136,4 @@ What is next
     - Removing the task ``wait`` makes per awaitable: the collectors can settle a future with the reply
       itself (a request carries its reply shaper), and ``wait`` attaches a done callback to a bare
       ``asyncio.Future`` instead of wrapping it in a task.
-    - Wake-ups for pulls held back by a queue or group limit come with the poll, not with the ACK that frees
-      the slot; a group claim reads the queue's pause but not yet its concurrency and rate limits.
 """

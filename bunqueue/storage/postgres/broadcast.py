@@ -1,4 +1,5 @@
-"""Job events across brokers: the broker that committed a change tells every other broker in its namespace.
+"""Job and system events across brokers: the broker that committed a change tells every other broker in its
+namespace.
 
 An event is sent with NOTIFY on the wake-up channel (``statements.CHANNEL``), after the commit that made it
 true, and every broker's listening connection (``wakeups``) hands the namespace's events to its own
@@ -35,6 +36,9 @@ PACKED_ROOM = 5800
 FIELD_ROOM = 512
 # (queue, event type, job id, timestamp, the event's other fields)
 Event = tuple[str, str, str, float, dict[str, Any]]
+# The event type of a system event (``EventHub.notify``): this mark, then its name; its queue and job id are
+# empty and its fields are its data.
+SYSTEM_MARK = "!"
 # An event as another broker sent it, with the names of the fields it left out.
 Received = tuple[str, str, str, float, dict[str, Any], list[str]]
 

@@ -102,6 +102,7 @@ class PostgresEngine(
         self.settings = settings
         self.broadcast = Broadcast(hot.pool, hot.namespace, config.broker_id)
         hot.wakeups.on_events = self.heard
+        self.share_system_events()
         self.figure_reader = FigureReader(hot.pool, hot.namespace)
         self.timers: list[asyncio.Task[None]] = []
         self.open_webhooks(settings)

@@ -14,9 +14,15 @@ ready ungrouped job, as ``_core.groups.GroupScheduler`` serves them:
   else the pull's ``group.limit``) the claims in the open window, each only when the pull carries that
   default, as in memory. The window is stored on the group's row and opened by the first claim in it.
 
-Every group claim of one queue runs under a transaction-level advisory lock (``LOCK``), taken in its own
-statement so that the claim's snapshot sees every claim committed before it: the counts it limits by are
-then exact across brokers. Plain claims never take that lock.
+The queue's own controls bound the claim first, as they bound every pull in memory: a paused queue gives
+nothing, and its concurrency and rate limits leave room for what the plain claim did not take
+(``statements.queue_room``: concurrency counts every running job of the queue, grouped or not, and the
+claim spends the rate limit's tokens).
+
+Every group claim of one queue runs under the queue's transaction-level advisory lock
+(``statements.QUEUE_LOCK``), taken in its own statement so that the claim's snapshot sees every claim
+committed before it: the counts it limits by are then exact across brokers. The plain claim of a queue with
+limits takes the same lock, so the queue's limits count both claims' leases.
 
 Where this differs from memory: a lane skipped as held back keeps its turn (in memory the cursor passes
 it), and a delayed or retried job rejoins at its admission ``seq`` rather than at the time it came back.
@@ -25,18 +31,26 @@ from __future__ import annotations
 
 from bunqueue.broker.states import ACTIVE, READY
 from bunqueue.storage.postgres.sessions import NOW_MS
+from bunqueue.storage.postgres.statements import (
+    CLAIMED_COLUMNS,
+    NO_JOB_ROW,
+    SESSION_HOLDS,
+    lease_slots,
+    queue_room,
+    spend_tokens,
+)
 
 # Slots one claim can stamp apart within one turn value (seqs stay below 2**43 at this scale).
 TURN_SLOTS = 1 << 20
-
-LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(json_build_array('group claim', $1::text, $2::text)::text, 0))"
 
 # $1 namespace, $2 queue, $3/$4 the session (as in CLAIM), $5 owners and $6 lock ttls (one per slot),
 # $7 the pull's group.concurrency, $8/$9 its group.limit max and duration (0: none), $10 the one group to
 # take from (NULL: any). Returns the columns of CLAIM, and a row of slot 0 (no job) when some group has
 # ready jobs, taken or not: a claim that got nothing learns whether its lanes are empty or held back.
+# ``room.n`` (the queue's pause and limits, under the lock) bounds every count of slots below.
 CLAIM = f"""
 WITH RECURSIVE clock AS (SELECT {NOW_MS} AS now),
+{queue_room("true")},
 -- Each group with ready jobs and its oldest ready job's seq, one index probe per group (a skip scan).
 heads AS (
     (SELECT group_id, seq FROM bunqueue_jobs
@@ -55,7 +69,7 @@ lanes AS (
            CASE WHEN $7::bigint > 0 THEN coalesce(g.concurrency, $7) - (
                SELECT count(*) FROM bunqueue_jobs a
                WHERE a.namespace = $1 AND a.queue = $2 AND a.group_id = h.group_id AND a.state = {ACTIVE}
-           ) ELSE cardinality($5::text[]) END AS concurrency_room,
+           ) ELSE (SELECT n FROM room) END AS concurrency_room,
            coalesce(g.rate_max, $8::bigint) AS rate_max, coalesce(g.rate_duration, $9::bigint) AS rate_duration,
            g.window_start, g.window_count,
            coalesce(g.window_max = coalesce(g.rate_max, $8) AND g.window_duration = coalesce(g.rate_duration, $9)
@@ -68,10 +82,10 @@ lanes AS (
 -- The lanes that can give, first turn first: no more of them than the claim has slots.
 rooms AS (
     SELECT * FROM (
-        SELECT *, least(concurrency_room, cardinality($5::text[]), CASE WHEN $8 = 0 THEN cardinality($5::text[])
-                        WHEN window_open THEN rate_max - window_count ELSE rate_max END) AS room
+        SELECT *, least(concurrency_room, (SELECT n FROM room), CASE WHEN $8 = 0 THEN (SELECT n FROM room)
+                        WHEN window_open THEN rate_max - window_count ELSE rate_max END) AS lane_room
         FROM lanes
-    ) lane WHERE room > 0 ORDER BY turn LIMIT cardinality($5::text[])
+    ) lane WHERE lane_room > 0 ORDER BY turn LIMIT (SELECT n FROM room)
 ),
 picks AS (
     SELECT l.group_id, l.turn, head.id, head.rank FROM rooms l
@@ -80,35 +94,22 @@ picks AS (
             SELECT id, priority, seq FROM bunqueue_jobs
             WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id = l.group_id
             -- A lane's r-th job comes after every lane's first: with n lanes and k slots, r <= k - n + 1.
-            ORDER BY priority, seq LIMIT least(l.room, cardinality($5::text[]) - (SELECT count(*) FROM rooms) + 1)
+            ORDER BY priority, seq LIMIT least(l.lane_room, (SELECT n FROM room) - (SELECT count(*) FROM rooms) + 1)
         ) lane
     ) head
-    ORDER BY head.rank, l.turn LIMIT cardinality($5::text[])
+    ORDER BY head.rank, l.turn LIMIT (SELECT n FROM room)
 ),
 taken AS (
     SELECT j.id FROM bunqueue_jobs j
     WHERE j.namespace = $1 AND j.id IN (SELECT id FROM picks) AND j.state = {READY}
-      AND EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
-                  WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)
-      -- A paused queue gives nothing, its grouped jobs included.
-      AND NOT EXISTS (SELECT 1 FROM bunqueue_queues q WHERE q.namespace = $1 AND q.queue = $2 AND q.paused)
+      AND {SESSION_HOLDS}
     FOR UPDATE OF j SKIP LOCKED
 ),
 ordered AS (
     SELECT p.id, p.group_id, row_number() OVER (ORDER BY p.rank, p.turn) AS slot FROM picks p JOIN taken USING (id)
 ),
-slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot)),
-claimed AS (
-    UPDATE bunqueue_jobs j
-    SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
-        lease_token = CASE WHEN slots.owner IS NULL THEN NULL ELSE gen_random_uuid()::text END,
-        lease_broker = $3, lease_session = $4,
-        lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
-    FROM ordered JOIN slots USING (slot), clock
-    WHERE j.namespace = $1 AND j.id = ordered.id
-    RETURNING ordered.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo,
-        j.run_at, j.released_at, ordered.group_id
-),
+{lease_slots("ordered", "group_id")},
+{spend_tokens("true")},
 served AS (
     SELECT group_id, max(slot) AS last_slot, count(*) AS n FROM claimed GROUP BY group_id
 ),
@@ -128,7 +129,6 @@ turns AS (
         window_start = CASE WHEN $8 > 0 THEN excluded.window_start ELSE g.window_start END,
         window_count = CASE WHEN $8 > 0 THEN excluded.window_count ELSE g.window_count END
 )
--- The columns of ``statements.CLAIM``'s rows (``jobrows.claimed_job``).
-SELECT slot, id, lease_token, attempts, started_at, seq, record, priority, lifo, run_at, released_at FROM claimed
-UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM heads)
+SELECT {CLAIMED_COLUMNS} FROM claimed
+UNION ALL {NO_JOB_ROW} WHERE EXISTS (SELECT 1 FROM heads)
 """

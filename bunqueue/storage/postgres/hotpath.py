@@ -276,7 +276,9 @@ class HotPath:
             rest = [(requests[i][0] - len(out[i][0]), *requests[i][1:]) for i in short]
             round_before = self.wakeups.rounds.get(queue, 0)
             more, lanes_ready = await self._claim_groups(queue, rest, None)
-            if not any(jobs for jobs, _tokens in more):
+            # Lanes a queue with limits held back are looked at every time: its rate bucket refills with time,
+            # which no wake-up tells.
+            if not any(jobs for jobs, _tokens in more) and not (lanes_ready and queue in self.limited_queues):
                 polls = 1 if lanes_ready else LANES_EMPTY_POLLS
                 until = asyncio.get_running_loop().time() + polls * self.poll_interval_s
                 self._lanes_idle[queue] = (round_before, until)
@@ -331,7 +333,7 @@ class HotPath:
             else (claim.concurrency, claim.limit_max, claim.limit_duration, claim.affinity)
         )
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(groupclaim.LOCK, self.namespace, queue)
+            await conn.execute(statements.QUEUE_LOCK, self.namespace, queue)
             rows = await conn.fetch(
                 groupclaim.CLAIM, self.namespace, queue, self.session.broker_id, self.session.token, owners, ttls,
                 concurrency, limit_max, limit_duration, affinity,
@@ -369,6 +371,8 @@ class HotPath:
             statements.ACK, self.namespace, [r[0] for r in requests], [r[1] for r in requests],
             [r[2][0] for r in requests], [r[2][1] for r in requests],
         )
+        for queue in {row[2] for row in rows if row[3]}:
+            self.wakeups.wake(queue)
         return {row[0]: row[2] for row in rows}
 
     async def _run_fails(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:
@@ -383,17 +387,24 @@ class HotPath:
             for row in rows:
                 error, stack, final, remove = details[row["id"]]
                 losses.failed(Lost(row), error, stack, final, remove)
-            if rows:
-                await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
-        states_after = self._settled(losses)
+            freed = await self._lose(conn, losses) if rows else None
+        states_after = self._settled(losses, freed)
         return {row["id"]: (states_after.get(row["id"]), row["queue"], row["record"]) for row in rows}
 
-    def _settled(self, losses: Losses) -> dict[str, int | None]:
+    async def _lose(self, conn: asyncpg.Connection, losses: Losses) -> list[str] | None:
+        """Write ``losses`` (``statements.LOSE``); the queues whose held-back pulls their ends woke."""
+        freed: list[str] | None = await conn.fetchval(statements.LOSE, self.namespace, *losses.arrays())
+        return freed
+
+    def _settled(self, losses: Losses, freed: list[str] | None) -> dict[str, int | None]:
+        """Wake this broker's pulls of the queues ``losses`` made work claimable in, or that ``freed`` names."""
         outcome: dict[str, int | None] = dict.fromkeys(losses.removed)
         for job_id, queue, state in zip(losses.ids, losses.queues, losses.states):
             outcome[job_id] = state
             if state == states.READY:
                 self.wakeups.wake(queue)
+        for queue in freed or ():
+            self.wakeups.wake(queue)
         return outcome
 
     async def _settle(self, run: SettleRun, requests: list[SettleRequest], failing: bool) -> list[Any]:
@@ -453,9 +464,8 @@ class HotPath:
             rows = await conn.fetch(statements.EXPIRE_READ, self.namespace, EXPIRY_BATCH)
             for row in rows:
                 losses.lapsed(Lost(row))
-            if rows:
-                await conn.execute(statements.LOSE, self.namespace, *losses.arrays())
-        self._settled(losses)
+            freed = await self._lose(conn, losses) if rows else None
+        self._settled(losses, freed)
         if stalled is not None:
             stalled.extend(losses.stalled)
         return [(row["id"], row["queue"]) for row in rows]

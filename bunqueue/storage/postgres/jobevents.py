@@ -3,8 +3,8 @@
 ``PostgresJobs`` calls one method per transition once its statement committed; the events carry the memory
 engine's fields (``EventHub.emit``, ``completed``, ``failed``) and go out through ``publish`` (the engine's
 ``EventsFamily.publish``: this broker's listeners at once, every other broker's through NOTIFY). The system
-events of these transitions (dlq:added, batch:pushed, ...) go to this broker's streams (``hub``'s notices), as
-every system event in PostgreSQL mode.
+events of these transitions (dlq:added, batch:pushed, ...) go to ``hub``'s notices, which send them on to the
+other brokers' streams (``EventsFamily.send_system_event``); queue:created stays with this broker's streams.
 """
 from __future__ import annotations
 

@@ -25,6 +25,25 @@ def _notify_ready(source: str) -> str:
     )
 
 
+def notify_freed(source: str) -> str:
+    """CTE ``freeing`` (one row): of the queues ``source`` (rows with ``queue`` and ``group_id`` columns)
+    took running jobs out of, those where that may let a held-back pull claim, as the memory engine wakes a
+    waiter when a job leaves active: the queue has a concurrency limit, or the job's group has ready jobs.
+    Each is notified, and ``freeing.queues`` names them (NULL: none). Any other queue costs an index probe
+    and no notification."""
+    return f"""freeing AS (
+    SELECT array_agg(f.queue) AS queues,
+           count(pg_notify('{CHANNEL}', json_build_array($1::text, f.queue)::text)) AS n
+    FROM (SELECT DISTINCT s.queue FROM (SELECT DISTINCT queue, group_id FROM {source}) s
+          WHERE EXISTS (SELECT 1 FROM bunqueue_queues q
+                        WHERE q.namespace = $1 AND q.queue = s.queue AND q.concurrency IS NOT NULL)
+             OR (s.group_id IS NOT NULL AND EXISTS (
+                 SELECT 1 FROM bunqueue_jobs r
+                 WHERE r.namespace = $1 AND r.queue = s.queue AND r.group_id = s.group_id AND r.state = {READY}))
+    ) f
+)"""
+
+
 def release_dependants(completed: str) -> str:
     """CTEs ``freed`` and ``released``: the edges to the job ids of ``completed`` (a CTE or subquery with an
     ``id`` column) go, and each waiting job whose last edge that was runs (ready, or delayed until its run
@@ -86,20 +105,26 @@ WHERE namespace = $1 AND state IN ({_LIVE})
 
 _CLAIM_ORDER = "priority DESC, lifo_rank, run_at, seq"
 
-# The queue's lock, taken before a claim of a queue with limits ($7 of CLAIM true), in the claim's
-# transaction: claims of a limited queue run one at a time across brokers, and each claim statement's
-# snapshot, taken after the lock, sees every lease granted before it.
+# The queue's lock, taken in the claim's transaction before a claim of a queue with limits ($7 of CLAIM
+# true) and before every group claim (``groupclaim``): claims of a limited queue, and group claims, run one
+# at a time across brokers, and each claim statement's snapshot, taken after the lock, sees every lease
+# granted before it.
 QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(json_build_array($1::text, $2::text)::text, 0))"
 
-# Queue controls, read by the claim from the queue's row (no row: no controls). A paused queue gives
-# nothing. A queue with a concurrency or rate limit gives jobs only when the claim holds its lock ($7):
-# then ``room.n`` is what the limits leave, concurrency first and then the rate, as in memory. The rate
-# limit is the memory engine's token bucket (``QueueLimits``): refilled to now, spent by ``spent`` below
-# (which also clears a limit whose ttl ran out). ``limited`` differing from $7 tells the caller to claim
-# the other way next time (the unlocked claim of a limited queue took nothing). PostgreSQL raises where
-# float arithmetic overflows or underflows and memory's gives inf or 0: a rate past 1e290 per ms counts as
-# infinite (the bucket refills at once), one below 1e-290 as 0, and a refill past the bucket is not summed.
-_ROOM = f"""
+
+def queue_room(locked: str) -> str:
+    """CTEs ``bucket``, ``controls`` and ``room``: the queue's controls ($2), read by a claim of up to
+    cardinality($5) jobs from the queue's row (no row: no controls). A paused queue gives nothing. A queue
+    with a concurrency or rate limit gives jobs only when the claim holds its lock (``locked``, an SQL
+    boolean): then ``room.n`` is what the limits leave, concurrency (every running job of the queue,
+    grouped or not) first and then the rate, as in memory. The rate limit is the memory engine's token
+    bucket (``QueueLimits``): refilled to now, spent by ``spend_tokens`` (which also clears a limit whose ttl
+    ran out). ``clock`` must be in scope.
+
+    PostgreSQL raises where float arithmetic overflows or underflows and memory's gives inf or 0: a rate past
+    1e290 per ms counts as infinite (the bucket refills at once), one below 1e-290 as 0, and a refill past
+    the bucket is not summed."""
+    return f"""
 bucket AS (
     -- The rate per ms; a duration is positive (``limits``), the limit any finite number.
     SELECT q.*, CASE
@@ -124,7 +149,7 @@ room AS (
     SELECT coalesce(c.limited, false) AS limited, c.rate_expired, c.tokens,
            CASE WHEN c.paused THEN 0
                 WHEN NOT coalesce(c.limited, false) THEN cardinality($5::text[])
-                WHEN NOT $7 THEN 0
+                WHEN NOT {locked} THEN 0
                 ELSE least(
                     cardinality($5::text[]),
                     CASE WHEN c.concurrency IS NULL THEN NULL
@@ -137,7 +162,37 @@ room AS (
     FROM (VALUES (1)) one LEFT JOIN controls c ON true
 )"""
 
-_SPENT = """
+
+# The columns of a claim's rows (``jobrows.claimed_job``): the slot, then the leased job.
+CLAIMED_COLUMNS = "slot, id, lease_token, attempts, started_at, seq, record, priority, lifo, run_at, released_at"
+# A claim's row that leases nothing: slot 0 and no job (what it says is the statement's own).
+NO_JOB_ROW = "SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+
+
+def lease_slots(picked: str, *extra: str) -> str:
+    """CTEs ``slots`` and ``claimed``: the k-th job of ``picked`` (a CTE with ``id`` and ``slot`` columns,
+    slots 1..n) is leased with slot k of the arrays $5 (owners) and $6 (lock ttls) under the session $3/$4;
+    ``claimed`` returns ``CLAIMED_COLUMNS`` and the columns of ``picked`` named in ``extra``. ``clock`` must
+    be in scope. A slot without an owner leases its job with no token, as in memory: its ACK needs none."""
+    returning = "".join(f", {picked}.{column}" for column in extra)
+    return f"""slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot)),
+claimed AS (
+    UPDATE bunqueue_jobs j
+    SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
+        lease_token = CASE WHEN slots.owner IS NULL THEN NULL ELSE gen_random_uuid()::text END,
+        lease_broker = $3, lease_session = $4,
+        lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
+    FROM {picked} JOIN slots USING (slot), clock
+    WHERE j.namespace = $1 AND j.id = {picked}.id
+    RETURNING {picked}.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo,
+        j.run_at, j.released_at{returning}
+)"""
+
+
+def spend_tokens(locked: str) -> str:
+    """CTE ``spent``: a claim under the queue's lock (``locked``) spends a token of the queue's rate limit for
+    each job of ``claimed``, or clears the limit when its ttl ran out. ``room`` and ``clock`` in scope."""
+    return f"""
 spent AS (
     UPDATE bunqueue_queues q
     SET rate_tokens = CASE WHEN room.rate_expired THEN 0 ELSE room.tokens - (SELECT count(*) FROM claimed) END,
@@ -146,10 +201,12 @@ spent AS (
         rate_duration = CASE WHEN room.rate_expired THEN NULL ELSE q.rate_duration END,
         rate_expires_at = CASE WHEN room.rate_expired THEN NULL ELSE q.rate_expires_at END
     FROM room, clock
-    WHERE $7 AND q.namespace = $1 AND q.queue = $2 AND q.rate_max IS NOT NULL
+    WHERE {locked} AND q.namespace = $1 AND q.queue = $2 AND q.rate_max IS NOT NULL
 )"""
 
-_SESSION_HOLDS = """EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
+
+# The claiming broker's session ($3 broker id, $4 fencing token) is live; ``clock`` in scope.
+SESSION_HOLDS = """EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
                   WHERE s.namespace = $1 AND s.broker_id = $3 AND s.session = $4 AND s.expires_at > clock.now)"""
 
 # Up to cardinality($5) ready jobs of one queue, best first, for several pulls at once: slot k of the
@@ -158,18 +215,19 @@ _SESSION_HOLDS = """EXISTS (SELECT 1 FROM bunqueue_broker_sessions s, clock
 # timer may not have run yet): they are read from the small ``bunqueue_jobs_due`` index.
 # The session row is checked in the same statement ($3 broker id, $4 fencing token): a broker whose session
 # lapsed claims nothing. SKIP LOCKED lets brokers claim one queue side by side; a row another claim took
-# meanwhile fails the re-checked state and is skipped too. The queue's controls (``_ROOM``, ``_SPENT``)
-# bound the LIMIT; a row with slot 0 says the queue's limits came or went (see ``_ROOM``). A pull without an
-# owner leases its jobs with no token, as in memory: its ACK needs none.
+# meanwhile fails the re-checked state and is skipped too. The queue's controls (``queue_room``,
+# ``spend_tokens``) bound the LIMIT; a row with slot 0 says the queue's limits came or went: ``limited``
+# differing from $7 tells the caller to claim the other way next time (the unlocked claim of a limited queue
+# took nothing).
 # Grouped jobs are the group claim's (``groupclaim.CLAIM``): this statement leaves them alone.
 CLAIM = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
-{_ROOM},
+{queue_room("$7")},
 picked AS (
     SELECT id, row_number() OVER (ORDER BY {_CLAIM_ORDER}) AS slot FROM (
         SELECT * FROM (
             SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
-            WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id IS NULL AND {_SESSION_HOLDS}
+            WHERE namespace = $1 AND queue = $2 AND state = {READY} AND group_id IS NULL AND {SESSION_HOLDS}
             ORDER BY {_CLAIM_ORDER}
             LIMIT (SELECT n FROM room)
             FOR UPDATE SKIP LOCKED
@@ -178,7 +236,7 @@ picked AS (
         SELECT * FROM (
             SELECT id, priority, lifo_rank, run_at, seq FROM bunqueue_jobs
             WHERE namespace = $1 AND state = {DELAYED} AND run_at <= (SELECT now FROM clock) AND queue = $2
-              AND group_id IS NULL AND {_SESSION_HOLDS}
+              AND group_id IS NULL AND {SESSION_HOLDS}
             ORDER BY run_at
             LIMIT (SELECT n FROM room)
             FOR UPDATE SKIP LOCKED
@@ -187,21 +245,10 @@ picked AS (
         LIMIT (SELECT n FROM room)
     ) best
 ),
-slots AS (SELECT * FROM unnest($5::text[], $6::bigint[]) WITH ORDINALITY AS s(owner, ttl, slot)),
-claimed AS (
-    UPDATE bunqueue_jobs j
-    SET state = {ACTIVE}, attempts = j.attempts + 1, started_at = clock.now, last_heartbeat = clock.now,
-        lease_token = CASE WHEN slots.owner IS NULL THEN NULL ELSE gen_random_uuid()::text END,
-        lease_broker = $3, lease_session = $4,
-        lease_expires_at = clock.now + slots.ttl, lease_ttl = slots.ttl, worker_id = slots.owner
-    FROM picked JOIN slots USING (slot), clock
-    WHERE j.namespace = $1 AND j.id = picked.id
-    RETURNING picked.slot, j.id, j.lease_token, j.attempts, j.started_at, j.seq, j.record, j.priority, j.lifo,
-        j.run_at, j.released_at
-),
-{_SPENT}
-SELECT * FROM claimed
-UNION ALL SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM room WHERE room.limited <> $7
+{lease_slots("picked")},
+{spend_tokens("$7")}
+SELECT {CLAIMED_COLUMNS} FROM claimed
+UNION ALL {NO_JOB_ROW} FROM room WHERE room.limited <> $7
 """
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"
@@ -216,7 +263,7 @@ _ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))
 # Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
 # completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
 # that does not settle is left alone and missing from the answer; a settled one names its queue (for its
-# completed event).
+# completed event) and whether its end woke the queue's held-back pulls (``notify_freed``).
 # Results ($4, NULL for none) are kept in the same statement (a flow parent reads its children's there), the
 # jobs that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
@@ -229,11 +276,11 @@ done AS (
         attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END
     FROM req r, clock
     WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
-    RETURNING j.id, r.token, r.result, j.queue
+    RETURNING j.id, r.token, r.result, j.queue, j.group_id
 ), gone AS (
     DELETE FROM bunqueue_jobs j USING req r
     WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
-    RETURNING j.id, r.token, j.queue
+    RETURNING j.id, r.token, j.queue, j.group_id
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
 ), kept AS (
@@ -241,11 +288,12 @@ done AS (
     SELECT $1, id, result FROM done WHERE result IS NOT NULL
     ON CONFLICT (namespace, job_id) DO UPDATE SET result = excluded.result
 ), settled AS (
-    SELECT id FROM done UNION ALL SELECT id FROM gone
+    SELECT id, queue, group_id FROM done UNION ALL SELECT id, queue, group_id FROM gone
 ), {release_dependants("settled")}, forgotten AS (
     DELETE FROM bunqueue_flow_failures x USING settled WHERE x.namespace = $1 AND x.parent_id = settled.id
-), {_notify_ready("released")}
-SELECT id, token, queue FROM done, woken UNION ALL SELECT id, token, queue FROM gone, woken
+), {_notify_ready("released")}, {notify_freed("settled")}
+SELECT s.id, s.token, s.queue, coalesce(s.queue = ANY(freeing.queues), false)
+FROM (SELECT id, token, queue FROM done UNION ALL SELECT id, token, queue FROM gone) s, woken, freeing
 """
 
 _LOST_COLUMNS = (
@@ -277,7 +325,7 @@ FOR UPDATE OF j SKIP LOCKED
 
 # The outcome of lost attempts (``attempts.Losses``): rows requeued or failed ($2-$8, $14, $18), DLQ entries filed
 # ($9-$12, $15) and the oldest they push out (maxEntries), and jobs deleted ($13) by removeOnFail or the
-# FAIL's remove.
+# FAIL's remove. Returns the queues whose held-back pulls the lost attempts woke (``notify_freed``).
 LOSE = f"""
 WITH moved AS (
     UPDATE bunqueue_jobs j
@@ -290,7 +338,7 @@ WITH moved AS (
                 $14::bigint[], $18::int[])
         AS m(id, state, run_at, started_at, record, failures, stall_count, last_heartbeat, attempts)
     WHERE j.namespace = $1 AND j.id = m.id
-    RETURNING j.queue, j.state
+    RETURNING j.queue, j.state, j.group_id
 ), filed AS (
     INSERT INTO bunqueue_dlq (namespace, queue, job_id, added_at, entry, due_at)
     SELECT $1, d.queue, d.id, d.added_at, d.entry, d.due_at
@@ -313,11 +361,13 @@ WITH moved AS (
     DELETE FROM bunqueue_jobs j USING evicted
     WHERE j.namespace = $1 AND j.id = evicted.job_id AND j.state = {FAILED}
 ), gone AS (
-    DELETE FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($13::text[]) RETURNING j.id
+    DELETE FROM bunqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($13::text[])
+    RETURNING j.id, j.queue, j.group_id
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
-), {_notify_ready("moved")}
-SELECT n FROM woken
+), {_notify_ready("moved")},
+{notify_freed("(SELECT queue, group_id FROM moved UNION ALL SELECT queue, group_id FROM gone) ended")}
+SELECT freeing.queues FROM woken, freeing
 """
 
 # Why an ack or fail was refused: the rows it named, as they are now.

@@ -3,6 +3,7 @@ and two), lease tokens, lease expiry, idempotent pushes and wake-ups across brok
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from collections.abc import AsyncIterator
@@ -349,3 +350,44 @@ async def test_pulls_served_by_one_claim_take_the_best_jobs_in_arrival_order(
         for job, token in zip(jobs, tokens):
             row = await _row(hot, job.id)
             assert (row["worker_id"], row["ttl"], row["lease_token"]) == (f"w{n}", 1000 * n, token)
+
+
+async def test_an_end_notifies_only_queues_where_it_frees_a_slot_a_held_pull_may_take(
+    hot: HotPath, factory: JobFactory, postgres_url: str
+) -> None:
+    listener = await connect(_config(postgres_url, "listener"))
+    heard: list[str] = []
+    await listener.add_listener("bunqueue", lambda _conn, _pid, _channel, payload: heard.append(payload))
+    await hot.pool.execute(
+        "INSERT INTO bunqueue_queues (namespace, queue, concurrency) VALUES ($1, 'limited', 1)", NS)
+    try:
+        async def ended(queue: str, end: str, groups: tuple[str | None, ...] = (None, None)) -> list[Any]:
+            """Push a job in each of ``groups`` (None: ungrouped), run the first, end it (ack, fail or lapse):
+            the queues notified by the end."""
+            await hot.push_many([_build(factory, queue, groupId=group) for group in groups])
+            (job,), (token,) = await hot.claim(queue, 1, "w", 200 if end == "lapse" else TTL)
+            await asyncio.sleep(0.2)
+            heard.clear()
+            if end == "ack":
+                await hot.ack(job.id, token)
+            elif end == "fail":
+                await hot.fail(job.id, token, error="boom")
+            else:
+                await asyncio.sleep(0.3)
+                assert await hot.expire_leases() == [(job.id, queue)]
+            await asyncio.sleep(0.2)
+            return [json.loads(payload) for payload in heard]
+
+        # No limit and no group: an ack notifies no one (a fail's retry waits its backoff).
+        assert await ended("free", "ack") == []
+        assert await ended("free-fail", "fail") == []
+        assert await ended("limited", "ack") == [[NS, "limited"]]
+        assert await ended("limited", "fail") == [[NS, "limited"]]
+        # A group with a ready job gets a slot back; one whose jobs all run has nothing for a pull to take.
+        assert await ended("grouped", "ack", ("G", "G")) == [[NS, "grouped"]]
+        assert await ended("grouped-fail", "fail", ("G", "G")) == [[NS, "grouped-fail"]]
+        assert await ended("one-each", "ack", ("A", "B")) == []
+        # A lapsed lease returns its job to ready: that notifies the queue in any case.
+        assert await ended("lapsed", "lapse", ("A", "B")) == [[NS, "lapsed"]]
+    finally:
+        await listener.close()

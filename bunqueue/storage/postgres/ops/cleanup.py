@@ -2,7 +2,7 @@
 
 A removed job takes its result, logs and dependency rows with it. Rows a claim holds at that moment are
 skipped (SKIP LOCKED) by Drain and Clean: they are becoming active, and active jobs are never drained or
-cleaned. The queue events (drained, cleaned, obliterated) are system events, told to this broker's streams
+cleaned. The queue events (drained, cleaned, obliterated) are system events, told to every broker's streams
 as the memory engine tells them (``broker.ops.cleanup``); no job event is sent for the jobs removed.
 """
 from __future__ import annotations

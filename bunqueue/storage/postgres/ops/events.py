@@ -8,6 +8,13 @@ brokers), and sends it to the other brokers (``broadcast``), whose listening con
 they hand it to their own subscribers and taps, with the memory engine's event shape. An event that came
 without its ``data`` (too large for a notification) gets it back from the database, and the events heard
 after it wait for it, so that each broker's listeners hear events in the order they were sent.
+
+System events (dlq:added, job:promoted, cron:fired, ...) cross the same way: ``send_system_event`` stays
+among the hub's system listeners, so every system event told on this broker is built and sent, and another
+broker hands it to its own streams as if told there. Those about this broker's own process and connections
+(``LOCAL_SYSTEM_EVENTS``) stay here, and so does queue:created, which each broker tells of the first push
+it sees into a queue (``jobevents``). A system event too large for a notification crosses without its
+large fields.
 """
 from __future__ import annotations
 
@@ -19,10 +26,10 @@ from typing import Any
 import asyncpg
 
 from bunqueue._core.jobs import NO_DATA, Job
-from bunqueue.broker.components import eventhub
+from bunqueue.broker.components import eventhub, eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session
-from bunqueue.storage.postgres.broadcast import Broadcast, Received
+from bunqueue.storage.postgres.broadcast import SYSTEM_MARK, Broadcast, Received
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.schema import unpack
 
@@ -31,6 +38,12 @@ log = logging.getLogger("bunqueue.postgres")
 # The data an event left out: a completed job's result, or another event's job data.
 STORED_RESULT = "SELECT result FROM bunqueue_results WHERE namespace = $1 AND job_id = $2"
 STORED_RECORD = "SELECT record FROM bunqueue_jobs WHERE namespace = $1 AND id = $2"
+
+# System events told only to the streams of the broker they happened on.
+LOCAL_SYSTEM_EVENTS = frozenset((
+    eventnames.SERVER_STARTED, eventnames.SERVER_SHUTDOWN, eventnames.SERVER_RECOVERED, eventnames.MEMORY_COMPACTED,
+    "client:connected", "client:disconnected", eventnames.AUTH_FAILED, eventnames.RATELIMIT_HIT, "queue:created",
+))
 
 
 class EventsFamily(Family):
@@ -65,6 +78,16 @@ class EventsFamily(Family):
         self.offer_webhook_event(event_type, queue, job_id, now, fields)
         self.broadcast.send((queue, event_type, job_id, now, fields))
 
+    def share_system_events(self) -> None:
+        """From now on every system event told on this broker reaches the other brokers' streams too."""
+        self.events.notices.append(self.send_system_event)
+
+    def send_system_event(self, name: str, data: dict[str, Any]) -> None:
+        """A system listener of this broker's hub: the event to the other brokers (``LOCAL_SYSTEM_EVENTS``
+        excepted)."""
+        if name not in LOCAL_SYSTEM_EVENTS:
+            self.broadcast.send(("", SYSTEM_MARK + name, "", self.clock(), data))
+
     def heard(self, payload: str) -> None:
         """An event notification: another broker's events, to this broker's subscribers and taps (its
         webhooks were told by the broker that committed them)."""
@@ -77,7 +100,7 @@ class EventsFamily(Family):
         for received in events:
             if self.heard_later is not None:
                 self.heard_later.append(received)
-            elif "data" in received[5]:
+            elif "data" in received[5] and not received[1].startswith(SYSTEM_MARK):
                 self.heard_later = [received]
                 asyncio.ensure_future(self._deliver_later())
             else:
@@ -86,6 +109,11 @@ class EventsFamily(Family):
     def _deliver_heard(self, received: Received) -> None:
         queue, event_type, job_id, timestamp, fields, _left_out = received
         hub = self.events
+        if event_type.startswith(SYSTEM_MARK):
+            for listener in list(hub.notices):
+                if listener != self.send_system_event:
+                    listener(event_type[len(SYSTEM_MARK):], fields)
+            return
         if hub.taps or hub.by_queue.get(queue):
             event: dict[str, Any] = {"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": timestamp}
             event.update(fields)
@@ -96,7 +124,7 @@ class EventsFamily(Family):
         assert waiting is not None
         while waiting:
             received = waiting.pop(0)
-            if "data" in received[5]:
+            if "data" in received[5] and not received[1].startswith(SYSTEM_MARK):
                 data = await self._stored_data(received[1], received[2])
                 if data is not NO_DATA:
                     received[4]["data"] = data

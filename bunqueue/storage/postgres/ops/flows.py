@@ -9,7 +9,7 @@ record's flow fields and metadata as the memory engine does, and write them back
 count recomputed from the edges left. The failures a child policy keeps for its parent are rows of
 ``bunqueue_flow_failures``.
 
-A child that fails for good is told as flow:failed to this broker's streams, and a parent its
+A child that fails for good is told as flow:failed to every broker's streams, and a parent its
 failParentOnFailure fails gets the memory engine's ``failed`` job event, to every broker's listeners.
 """
 from __future__ import annotations
@@ -95,7 +95,7 @@ class FlowFamily(Family):
 
     def publish_graph(self, jobs: list[Job]) -> None:
         """The graph is visible since its commit: each member is told pushed, as in memory, to every broker's
-        listeners; flow:pushed to this broker's streams."""
+        listeners; flow:pushed to every broker's streams."""
         for job in jobs:
             self.job_events.pushed([job], [job.id])
         # No name Subscribe takes, as in the original: `*` and `flow:*` streams get it.

@@ -2,8 +2,8 @@
 IsGroupPaused and RateLimitGroup, over ``bunqueue_groups`` and the group's job rows.
 
 A group's controls and its runtime limits (RateLimitGroup's deadline, the open rate window) live on its
-``bunqueue_groups`` row, which every broker's group claim (``groupclaim``) reads under the queue's group
-claim lock; a change that may let a waiting pull claim notifies the queue, as the memory engine wakes its
+``bunqueue_groups`` row, which every broker's group claim (``groupclaim``) reads under the queue's claim
+lock; a change that may let a waiting pull claim notifies the queue, as the memory engine wakes its
 waiters. A row that holds nothing a claim or a getter reads any more goes on a timer
 (``forget_idle_groups``), as the memory engine drops an idle lane: the table follows the groups in use.
 """

@@ -16,7 +16,7 @@ As in memory, a job pulled without an owner holds no lease: anyone may move it.
 
 The events are the memory engine's (``broker.ops.jobcontrol``): job events (removed, delayed, progress) go
 to every broker through ``publish`` once the statement committed; the system events naming a command
-(``job:promoted``, ``job:priority-changed``, ...) are told to this broker's streams, which heard the command.
+(``job:promoted``, ``job:priority-changed``, ...) are told to every broker's streams (``ops.events``).
 """
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def limits_of(row: asyncpg.Record) -> QueueLimits:
 
 
 class LimitsFamily(Family):
-    """The changes are told to this broker's streams as the memory engine tells them (``timers.ratelimits``);
+    """The changes are told to every broker's streams as the memory engine tells them (``timers.ratelimits``);
     a clear is told of a queue with no limit too."""
 
     events: EventHub

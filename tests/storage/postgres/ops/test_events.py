@@ -358,3 +358,48 @@ def test_a_parent_its_child_fails_is_told_failed_as_in_memory(server: ServerProc
     assert (failed["jobId"], failed["data"]["p"], failed["terminal"]) == ("ev-parent", 1, True)
     assert "ev-kid" in failed["error"]
     assert Names()(postgres) == Names()(memory)
+
+
+def sse_events_until(conn: socket.socket, last: str, names: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE messages named in ``names`` on ``conn``, in order, up to and including the first named ``last``
+    (or those that came within 10 s)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    buffered = b""
+    deadline = time.monotonic() + 10
+    while (not out or out[-1][0] != last) and time.monotonic() < deadline:
+        while b"\n\n" not in buffered:
+            buffered += conn.recv(4096)
+        message, buffered = buffered.split(b"\n\n", 1)
+        fields = dict(line.split(": ", 1) for line in message.decode().splitlines() if ": " in line)
+        if fields.get("event") in names:
+            out.append((fields["event"], json.loads(fields["data"])))
+    return out
+
+
+def test_system_events_told_on_one_broker_reach_the_other_brokers_streams(
+    brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = brokers
+    q = "ev-system"
+    stream = sse_stream(b, "/events")
+    client = RawClient(a.addr)
+    try:
+        client.ok({"cmd": "SetConcurrency", "queue": q, "limit": 5})
+        later = client.ok({"cmd": "PUSHB", "queue": q, "jobs": [
+            {"data": 1, "delay": 60_000}, {"data": 2, "maxAttempts": 1}]})["ids"]
+        client.ok({"cmd": "Promote", "id": later[0]})
+        failing = client.ok({"cmd": "PULL", "queue": q, "owner": "w"})
+        assert failing["job"]["id"] == later[1]
+        client.ok({"cmd": "FAIL", "id": later[1], "token": failing["token"], "error": "boom"})
+        watched = {"client:connected", "concurrency:set", "batch:pushed", "job:promoted", "dlq:added"}
+        heard = sse_events_until(stream, "dlq:added", watched)
+        # In the order told on A; A's own connections stay with A's streams.
+        assert heard == [
+            ("concurrency:set", {"queue": q, "concurrency": 5}),
+            ("batch:pushed", {"queue": q, "total": 2, "inserted": 2, "duplicates": 0}),
+            ("job:promoted", {"jobId": later[0]}),
+            ("dlq:added", {"queue": q, "jobId": later[1], "reason": "max_attempts_exceeded"}),
+        ]
+    finally:
+        stream.close()
+        client.close()

@@ -1,7 +1,8 @@
 """The group family on PostgreSQL, frame for frame against the memory engine: the group getters and
 controls, and grouped jobs pulled in lane order under pause, RateLimitGroup, group concurrency and rate
-limits. Across two brokers: a group concurrency and a rate window that hold when both pull at once, and
-long-polls woken by a resume or a grouped push on the other broker. And idle group rows going."""
+limits, and under the queue's own concurrency and rate limits. Across two brokers: a group concurrency, a
+rate window and the queue's limits that hold when both pull at once, and long-polls woken by a resume or a
+grouped push on the other broker. And idle group rows going."""
 from __future__ import annotations
 
 import threading
@@ -333,3 +334,79 @@ def test_a_paused_queue_gives_none_of_its_grouped_jobs(twins: Twins) -> None:
     assert twins.same({"cmd": "PULL", "queue": "g-paused", "owner": "w"})["job"] is None
     twins.same({"cmd": "Resume", "queue": "g-paused"})
     assert twins.same({"cmd": "PULL", "queue": "g-paused", "owner": "w"})["job"] is not None
+
+
+def _ack_each(twins: Twins, pulled: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
+    """Complete job ``name`` of a PULLB both servers answered, on each with its own token."""
+    for client, reply in zip((twins.memory, twins.postgres), pulled):
+        job_id, token = next((job["id"], token) for job, token in zip(reply["jobs"], reply["tokens"])
+                             if job["name"] == name)
+        assert client.call({"cmd": "ACK", "id": job_id, "token": token}) == {"ok": True}
+
+
+def test_a_queue_concurrency_limit_counts_and_holds_grouped_jobs(twins: Twins) -> None:
+    q = "g-queue-conc"
+    twins.same({"cmd": "SetConcurrency", "queue": q, "limit": 2})
+    twins.same({"cmd": "PUSHB", "queue": q, "jobs": [
+        {"name": name, "data": 1, **({"groupId": name[0].upper()} if name[0] != "u" else {})}
+        for name in ("u1", "a1", "a2", "b1", "c1")]})
+    first = twins.both({"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"})
+    assert [_names(reply) for reply in first] == [["u1", "a1"]] * 2
+    for pull in ({"cmd": "PULL", "queue": q, "owner": "w", "group": {"affinity": "B"}},
+                 {"cmd": "PULLB", "queue": q, "count": 10, "owner": "w", "group": {"concurrency": 5}},
+                 {"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"}):
+        assert _names(twins.same(pull)) == []
+    assert twins.same({"cmd": "GetQueueLimits", "queue": q})["data"]["limits"]["maxed"] is True
+    # A grouped job finishing frees a slot of the queue as an ungrouped one does.
+    _ack_each(twins, first, "a1")
+    assert _names(twins.same({"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"})) == ["b1"]
+    _ack_each(twins, first, "u1")
+    assert _names(twins.same({"cmd": "PULL", "queue": q, "owner": "w", "group": {"affinity": "A"}})) == ["a2"]
+    assert _names(twins.same({"cmd": "PULL", "queue": q, "owner": "w"})) == []
+    twins.same({"cmd": "ClearConcurrency", "queue": q})
+    assert _names(twins.same({"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"})) == ["c1"]
+
+
+def test_a_queue_rate_limit_spends_its_tokens_on_grouped_jobs(twins: Twins) -> None:
+    q = "g-queue-rate"
+    twins.same({"cmd": "RateLimit", "queue": q, "limit": 3, "duration": 60000})
+    twins.same({"cmd": "PUSHB", "queue": q, "jobs": [
+        {"name": name, "data": 1, **({"groupId": name[0].upper()} if name[0] != "u" else {})}
+        for name in ("u1", "a1", "a2", "b1", "b2")]})
+    assert _names(twins.same({"cmd": "PULLB", "queue": q, "count": 2, "owner": "w"})) == ["u1", "a1"]
+    assert _names(twins.same({"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"})) == ["b1"]
+    assert _names(twins.same({"cmd": "PULL", "queue": q, "owner": "w", "group": {"affinity": "A"}})) == []
+    assert _names(twins.same({"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"})) == []
+    both = twins.both({"cmd": "GetQueueLimits", "queue": q})
+    assert all(0 < reply["data"]["limits"]["rateLimitTtl"] <= 60000 for reply in both), both
+    twins.same({"cmd": "RateLimitClear", "queue": q})
+    assert _names(twins.same({"cmd": "PULLB", "queue": q, "count": 10, "owner": "w"})) == ["a2", "b2"]
+
+
+def test_queue_limits_bind_grouped_claims_of_two_brokers_pulling_at_once(postgres: PostgresServer) -> None:
+    namespace = f"groups-{uuid.uuid4().hex[:12]}"
+    brokers = [postgres_broker(postgres, namespace), postgres_broker(postgres, namespace)]
+    clients = [RawClient(broker.addr) for broker in brokers for _ in range(3)]
+    try:
+        conc, rate = "g-two-conc", "g-two-rate"
+        clients[0].call({"cmd": "SetConcurrency", "queue": conc, "limit": 2})
+        clients[3].call({"cmd": "RateLimit", "queue": rate, "limit": 4, "duration": 60000})
+        for q in (conc, rate):
+            clients[0].call({"cmd": "PUSHB", "queue": q, "jobs": [
+                {"data": i, "groupId": f"G{i % 8}"} for i in range(40)]})
+        pull = {"cmd": "PULLB", "queue": conc, "count": 3, "owner": "w", "group": {"concurrency": 5}}
+        for _ in range(3):
+            replies = _at_once(clients, pull)
+            running = [(job["id"], token) for reply in replies for job, token in zip(reply["jobs"], reply["tokens"])]
+            assert len(running) == 2, replies
+            for job_id, token in running:
+                assert clients[-1].call({"cmd": "ACK", "id": job_id, "token": token}) == {"ok": True}
+        # One bucket of 4 tokens for both brokers' grouped claims, however they interleave.
+        pulls = [{"cmd": "PULLB", "queue": rate, "count": 1 + i % 2, "owner": "w"} for i in range(len(clients))]
+        taken = [job["id"] for _ in range(3) for reply in _at_once(clients, pulls) for job in reply["jobs"]]
+        assert len(taken) == len(set(taken)) == 4
+    finally:
+        for client in clients:
+            client.close()
+        for broker in brokers:
+            broker.stop()

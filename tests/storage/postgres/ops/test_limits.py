@@ -182,3 +182,69 @@ def test_a_rate_limit_is_one_bucket_for_every_broker(brokers: tuple[RawClient, R
     assert sum(taken) == 5, taken
     limits = b.ok({"cmd": "GetQueueLimits", "queue": "lim-bucket"})["data"]["limits"]
     assert limits["rateLimit"] == {"max": 5, "duration": 60000} and limits["rateLimitTtl"] > 0
+
+
+def _held_pull_gets_the_freed_slot(
+    postgres: PostgresServer, setup: list[dict[str, Any]], pull: dict[str, Any], free: dict[str, Any],
+    same_broker: bool = False,
+) -> dict[str, Any]:
+    """``setup`` on one broker, then a PULL there (the job that fills the limit); a long-poll ``pull`` held by
+    the limit on the other broker (or the same one); ``free`` (an ACK or FAIL of the running job, ``$id`` and
+    ``$token`` filled in) sent while it waits. The long-poll's reply, asserted to come long before the
+    brokers' 30 s poll could have brought it."""
+    namespace = f"lim-{uuid.uuid4().hex[:12]}"
+    servers = [postgres_broker(postgres, namespace, BUNQUEUE_POSTGRES_POLL_INTERVAL_MS="30000") for _ in range(2)]
+    doer, waiter = RawClient(servers[0].addr), RawClient(servers[0 if same_broker else 1].addr)
+    try:
+        for frame in setup:
+            doer.ok(frame)
+        running = doer.ok({"cmd": "PULL", "queue": pull["queue"], "owner": "w"})
+        assert running["job"] is not None
+        replies: list[dict[str, Any]] = []
+        poll = threading.Thread(target=lambda: replies.append(waiter.call({**pull, "timeout": 20000})))
+        poll.start()
+        time.sleep(0.5)
+        assert not replies
+        started = time.monotonic()
+        bound = {key: running["job"]["id"] if value == "$id" else running["token"] if value == "$token" else value
+                 for key, value in free.items()}
+        assert doer.call(bound) == {"ok": True}
+        poll.join(20)
+        assert time.monotonic() - started < 2
+        assert len(replies) == 1 and replies[0]["ok"] is True
+        return replies[0]
+    finally:
+        doer.close()
+        waiter.close()
+        for server in servers:
+            server.stop()
+
+
+def test_an_ack_on_one_broker_wakes_a_pull_the_concurrency_limit_holds_on_another(postgres: PostgresServer) -> None:
+    q = "lim-wake-ack"
+    reply = _held_pull_gets_the_freed_slot(postgres, [
+        {"cmd": "SetConcurrency", "queue": q, "limit": 1},
+        {"cmd": "PUSHB", "queue": q, "jobs": [{"name": "first", "data": 1}, {"name": "second", "data": 2}]},
+    ], {"cmd": "PULL", "queue": q, "owner": "w"}, {"cmd": "ACK", "id": "$id", "token": "$token"})
+    assert reply["job"]["name"] == "second"
+
+
+def test_an_ack_wakes_a_pull_the_concurrency_limit_holds_on_the_same_broker(postgres: PostgresServer) -> None:
+    q = "lim-wake-local"
+    reply = _held_pull_gets_the_freed_slot(postgres, [
+        {"cmd": "SetConcurrency", "queue": q, "limit": 1},
+        {"cmd": "PUSHB", "queue": q, "jobs": [{"name": "first", "data": 1}, {"name": "second", "data": 2}]},
+    ], {"cmd": "PULL", "queue": q, "owner": "w"}, {"cmd": "ACK", "id": "$id", "token": "$token"}, same_broker=True)
+    assert reply["job"]["name"] == "second"
+
+
+def test_a_fail_on_one_broker_wakes_a_pull_a_group_concurrency_holds_on_another(postgres: PostgresServer) -> None:
+    # The failed job waits its backoff (no ready job of its own to notify): the freed group slot wakes.
+    q = "lim-wake-group"
+    reply = _held_pull_gets_the_freed_slot(postgres, [
+        {"cmd": "SetGroupConcurrency", "queue": q, "groupId": "G", "concurrency": 1},
+        {"cmd": "PUSHB", "queue": q, "jobs": [
+            {"name": "first", "data": 1, "groupId": "G"}, {"name": "second", "data": 2, "groupId": "G"}]},
+    ], {"cmd": "PULL", "queue": q, "owner": "w", "group": {"concurrency": 5}},
+        {"cmd": "FAIL", "id": "$id", "token": "$token", "error": "boom"})
+    assert reply["job"]["name"] == "second"
