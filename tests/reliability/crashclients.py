@@ -121,7 +121,9 @@ class Load:
                 if job["id"] not in history.failed and pulls % FAIL_EVERY == 0:
                     failure = await self.settle(conn, {"cmd": "FAIL", "id": job["id"], "token": reply["token"],
                                                        "error": "crash-load", "stack": FAIL_STACK}, stop)
-                    if failure.get("ok"):
+                    # A FAIL that came after its lease lapsed (the database away past lockTtl) is answered as
+                    # already finalized, not applied: the lapse counted the attempt, and no stack was kept.
+                    if failure.get("ok") and failure.get("data", {}).get("applied", True):
                         history.failed[job["id"]] = (round_no, now_ms())
                     continue
                 ack = await self.settle(conn, {"cmd": "ACK", "id": job["id"], "token": reply["token"]}, stop)
