@@ -9,7 +9,6 @@ to ``close``.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -43,10 +42,9 @@ from bunqueue.storage.postgres.ops.stalls import StallsFamily
 from bunqueue.storage.postgres.ops.system import SystemFamily
 from bunqueue.storage.postgres.ops.webhooks import WEBHOOK_REFRESH_S, WebhooksFamily
 from bunqueue.storage.postgres.ops.workers import WORKER_SWEEP_S, WorkersFamily
+from bunqueue.storage.postgres.outages import OutageLog
 from bunqueue.storage.postgres.pool import PostgresConfig
 from bunqueue.storage.postgres.startup import prepare_database
-
-log = logging.getLogger("bunqueue")
 
 # How often this broker returns lapsed leases to work (any broker may: the statement takes them all).
 LEASE_SWEEP_S = 0.5
@@ -136,13 +134,17 @@ class PostgresEngine(
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and
         the next run still comes."""
+        outage = OutageLog(name)
+
         async def loop() -> None:
             while True:
                 await asyncio.sleep(seconds)
                 try:
                     await action()
                 except Exception as exc:
-                    log.warning("PostgreSQL %s failed: %s", name, exc)
+                    outage.failed(exc)
+                else:
+                    outage.ran()
 
         self.timers.append(asyncio.create_task(loop(), name=f"bunqueue-{name}"))
 

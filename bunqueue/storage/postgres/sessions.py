@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from bunqueue.storage.postgres.outages import OutageLog
+
 log = logging.getLogger("bunqueue.postgres")
 
 # The database's clock in epoch milliseconds, as every time column holds.
@@ -156,6 +158,7 @@ class BrokerSession:
         return True
 
     async def _renew_forever(self) -> None:
+        outage = OutageLog("session heartbeat")
         while not self.lost.is_set():
             await asyncio.sleep(self.heartbeat_ms / 1000)
             try:
@@ -163,9 +166,11 @@ class BrokerSession:
                 await asyncio.wait_for(self.heartbeat(), timeout=max(0.001, self._deadline - time.monotonic()))
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 # Unconfirmed: keep trying until the local deadline says the lease may be gone.
-                log.warning("broker session heartbeat failed: %s", exc)
+                outage.failed(exc)
                 if time.monotonic() >= self._deadline:
                     self._lose(f"no heartbeat confirmed within the lease ({exc})")
+            else:
+                outage.ran()
 
     def _lose(self, reason: str) -> None:
         if self.lost.is_set():

@@ -9,7 +9,6 @@ may still be retried and complete).
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 import asyncpg
@@ -17,9 +16,8 @@ import asyncpg
 from bunqueue import errors
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
+from bunqueue.storage.postgres.outages import OutageLog
 from bunqueue.storage.schema import unpack
-
-log = logging.getLogger("bunqueue")
 
 Reply = dict[str, Any]
 # How soon a waiter hears of a completion: short, since a waiter is a client blocked on the answer.
@@ -51,6 +49,7 @@ class JobWaits:
         self.namespace = namespace
         self.waiters: dict[str, list[asyncio.Future[Reply]]] = {}
         self.poller: asyncio.Task[None] | None = None
+        self.waits_outage = OutageLog("job waits")
 
     async def wait(self, job_id: Any, timeout_ms: float) -> Reply:
         """The reply at once when the job completed already; else when it completes, goes, or time is up."""
@@ -87,8 +86,9 @@ class JobWaits:
                 try:
                     rows = await self.pool.fetch(OUTCOMES, self.namespace, list(self.waiters))
                 except Exception as exc:
-                    log.warning("PostgreSQL job waits failed: %s", exc)
+                    self.waits_outage.failed(exc)
                     continue
+                self.waits_outage.ran()
                 for job_id, present, state, result in rows:
                     if not present:
                         self._settle(job_id, NOT_COMPLETED)
