@@ -111,10 +111,19 @@ def _env_table() -> str:
     return "\n".join(rows)
 
 
+class ListenFailed(Exception):
+    """A listener could not be opened; the message is the line the server logs."""
+
+
 async def _serve(settings: Settings) -> None:
     from bunqueue.server.app import open_server
     server = await open_server(settings)
-    await server.start()
+    try:
+        await server.start()
+    except OSError as exc:
+        # A port taken or an address this host does not have: what was opened is closed again.
+        await server.shutdown()
+        raise ListenFailed(f"Failed to start server: {exc.strerror or exc}") from exc
     host, port = server.tcp_address
     storage = settings.storage if settings.storage != "sqlite" else f"sqlite {settings.data_path}"
     logging.getLogger("bunqueue").info(
@@ -204,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         _run(settings)
-    except StartupFailed as exc:
+    except (StartupFailed, ListenFailed) as exc:
         logging.getLogger("bunqueue").error("%s", exc)
         return 1
     except StorageError as exc:

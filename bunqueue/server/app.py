@@ -114,10 +114,10 @@ class BrokerServer(Serving):
         if snapshot is None:
             return
         counts = restore(self.broker, snapshot)
+        kinds = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
         log.info(
-            "recovered %d jobs from %s in %.2f s (%s)",
-            len(snapshot.jobs), self.settings.data_path, time.perf_counter() - started,
-            ", ".join(f"{n} {name}" for name, n in counts.items() if n),
+            "recovered %d jobs from %s in %.2f s%s",
+            len(snapshot.jobs), self.settings.data_path, time.perf_counter() - started, f" ({kinds})" if kinds else "",
         )
 
     async def shutdown(self) -> None:
