@@ -51,7 +51,15 @@ settled AS (
     JOIN bunqueue_jobs dep ON dep.namespace = d.namespace AND dep.id = d.depends_on
     WHERE d.namespace = $1 AND dep.state = {states.COMPLETED}
 ), {release_dependants("settled")}, {_notify_ready("released")}
-SELECT count(*) FROM released, woken
+SELECT resolved.ids, resolved.queues FROM resolved, woken
+"""
+
+# Of the jobs $2 a completion released, the flow parents none of whose children still runs or waits (a child
+# removed on completion is gone): each with its queue and record, which names its children.
+FINISHED_PARENTS = f"""
+SELECT p.id, p.queue, p.record FROM bunqueue_jobs p
+WHERE p.namespace = $1 AND p.id = ANY($2::text[]) AND NOT EXISTS (
+    SELECT 1 FROM bunqueue_jobs c WHERE c.namespace = $1 AND c.parent_id = p.id AND c.state <> {states.COMPLETED})
 """
 
 

@@ -75,6 +75,8 @@ class HotPath:
         session.on_lost = self._session_lost
         self._succession: asyncio.Task[None] | None = None
         self.wakeups = wakeups
+        # Told the jobs (ids, queues) whose last dependency an ACK's completion released, when there are some.
+        self.on_resolved: Callable[[list[str], list[str]], None] | None = None
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
         self._pushes: Collector[Sequence[Job], list[str]] = Collector(self._flush_pushes)
@@ -373,6 +375,8 @@ class HotPath:
         )
         for queue in {row[2] for row in rows if row[3]}:
             self.wakeups.wake(queue)
+        if rows and rows[0][4] is not None and self.on_resolved is not None:
+            self.on_resolved(rows[0][4], rows[0][5])
         return {row[0]: row[2] for row in rows}
 
     async def _run_fails(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:

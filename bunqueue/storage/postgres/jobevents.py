@@ -103,6 +103,27 @@ class JobEvents:
             if filed is not None:
                 self.dead_lettered(queue, job_id, filed)
 
+    def dependencies_resolved(self, ids: list[str], queues: list[str]) -> bool:
+        """Jobs whose last dependency a completion released, told as the memory engine tells them; whether
+        anyone listens (then the flows those completions finished are to be told too)."""
+        hub = self.hub
+        if hub is None or not hub.notices:
+            return False
+        for job_id, queue in zip(ids, queues):
+            hub.notify(eventnames.JOB_DEPENDENCIES_RESOLVED, {"jobId": job_id, "queue": queue})
+        return True
+
+    def flows_completed(self, parents: list[tuple[str, str, bytes]]) -> None:
+        """flow:completed for each released job whose children have all completed ((id, queue, record) rows);
+        a job that waited on dependencies but has no children is no flow parent."""
+        if self.hub is None:
+            return
+        for parent_id, queue, record in parents:
+            children = Job.from_record(unpack(record)).children_ids
+            if children:
+                self.hub.notify(eventnames.FLOW_COMPLETED,
+                                {"parentJobId": parent_id, "queue": queue, "childrenCount": len(children)})
+
     def dead_lettered(self, queue: str, job_id: str, reason: str) -> None:
         if self.hub is not None and self.hub.notices:
             self.hub.notify(eventnames.DLQ_ADDED, {"queue": queue, "jobId": job_id, "reason": reason})

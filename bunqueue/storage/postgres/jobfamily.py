@@ -9,8 +9,11 @@ nothing. What ``hotpath`` leaves out (its docstring lists it) is left out here t
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
+
+import asyncpg
 
 from bunqueue import errors
 from bunqueue._core.admission import build_batch
@@ -24,11 +27,13 @@ from bunqueue.broker.session import Session
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage.postgres.attempts import Stall
+from bunqueue.storage.postgres.dependencies import FINISHED_PARENTS
 from bunqueue.storage.postgres.hotpath import LATE, HotPath
 from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.pgtext import MAX_KEY_CHARS
 
 Reply = dict[str, Any]
+log = logging.getLogger("bunqueue.postgres")
 
 
 class PostgresJobs:
@@ -42,6 +47,8 @@ class PostgresJobs:
         self.clock = clock
         self.factory = JobFactory()
         self.job_events = job_events or JobEvents(Counters(), EventHub(clock).emit, clock)
+        hot.on_resolved = self.dependencies_resolved
+        self.flow_checks: set[asyncio.Task[None]] = set()
 
     async def push_async(self, queue: str, opts: dict[str, Any], check_size: bool = False) -> str:
         now = self.clock()
@@ -95,6 +102,22 @@ class PostgresJobs:
         if state == states.FAILED:
             await self.failed_for_good(job_id, error)
         return {"ok": True}
+
+    def dependencies_resolved(self, ids: list[str], queues: list[str]) -> None:
+        """Completions released ``ids``: told, and when anyone listens, the flows they finished are looked up
+        and told after them (a round trip only then)."""
+        if self.job_events.dependencies_resolved(ids, queues):
+            task = asyncio.ensure_future(self.tell_finished_flows(ids))
+            self.flow_checks.add(task)
+            task.add_done_callback(self.flow_checks.discard)
+
+    async def tell_finished_flows(self, released: list[str]) -> None:
+        try:
+            rows = await self.hot.pool.fetch(FINISHED_PARENTS, self.hot.namespace, released)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.debug("flow:completed look-up failed: %s", exc)
+            return
+        self.job_events.flows_completed([(row[0], row[1], row[2]) for row in rows])
 
     async def expire_leases(self) -> None:
         """The lease-expiry timer: lapsed leases lose their attempts, each told as a ``stalled`` event."""

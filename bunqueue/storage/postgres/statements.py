@@ -45,9 +45,11 @@ def notify_freed(source: str) -> str:
 
 
 def release_dependants(completed: str) -> str:
-    """CTEs ``freed`` and ``released``: the edges to the job ids of ``completed`` (a CTE or subquery with an
-    ``id`` column) go, and each waiting job whose last edge that was runs (ready, or delayed until its run
-    time); ``released`` returns their queue and state, for ``_notify_ready``. ``clock`` must be in scope."""
+    """CTEs ``freed``, ``released`` and ``resolved``: the edges to the job ids of ``completed`` (a CTE or
+    subquery with an ``id`` column) go, and each waiting job whose last edge that was runs (ready, or delayed
+    until its run time); ``released`` returns the jobs that lost an edge with their queue and state, for
+    ``_notify_ready``; ``resolved`` (one row: ``ids`` and ``queues``, NULL for none) those that run now, for
+    job:dependencies-resolved. ``clock`` must be in scope."""
     return f"""freed AS (
     DELETE FROM bunqueue_job_dependencies d USING {completed} c
     WHERE d.namespace = $1 AND d.depends_on = c.id
@@ -58,7 +60,9 @@ def release_dependants(completed: str) -> str:
                      WHEN j.run_at > clock.now THEN {DELAYED} ELSE {READY} END
     FROM (SELECT job_id, count(*)::int AS n FROM freed GROUP BY job_id) f, clock
     WHERE j.namespace = $1 AND j.id = f.job_id AND j.state = {WAITING_CHILDREN}
-    RETURNING j.queue, j.state
+    RETURNING j.id, j.queue, j.state
+), resolved AS (
+    SELECT array_agg(id) AS ids, array_agg(queue) AS queues FROM released WHERE state <> {WAITING_CHILDREN}
 )"""
 
 
@@ -292,8 +296,8 @@ done AS (
 ), {release_dependants("settled")}, forgotten AS (
     DELETE FROM bunqueue_flow_failures x USING settled WHERE x.namespace = $1 AND x.parent_id = settled.id
 ), {_notify_ready("released")}, {notify_freed("settled")}
-SELECT s.id, s.token, s.queue, coalesce(s.queue = ANY(freeing.queues), false)
-FROM (SELECT id, token, queue FROM done UNION ALL SELECT id, token, queue FROM gone) s, woken, freeing
+SELECT s.id, s.token, s.queue, coalesce(s.queue = ANY(freeing.queues), false), resolved.ids, resolved.queues
+FROM (SELECT id, token, queue FROM done UNION ALL SELECT id, token, queue FROM gone) s, woken, freeing, resolved
 """
 
 _LOST_COLUMNS = (

@@ -276,7 +276,9 @@ class FlowFamily(Family):
 
     async def release_settled(self) -> None:
         """Release the edges to jobs that completed (see ``dependencies``); run on a timer."""
-        await self.pool.fetchval(dependencies.SETTLED, self.namespace)
+        ids, queues = await self.pool.fetchrow(dependencies.SETTLED, self.namespace)
+        if ids is not None and self.hot.on_resolved is not None:
+            self.hot.on_resolved(ids, queues)
 
 
 def _prepare_member(job: Job, now: float) -> None:

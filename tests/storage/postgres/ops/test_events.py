@@ -403,3 +403,55 @@ def test_system_events_told_on_one_broker_reach_the_other_brokers_streams(
     finally:
         stream.close()
         client.close()
+
+
+def dependency_events(commands: ServerProcess, listener: ServerProcess, q: str) -> list[tuple[str, dict[str, Any]]]:
+    """What ``listener``'s stream tells while ``commands`` completes a job another depends on, then a flow's
+    two children: job:dependencies-resolved and flow:completed, up to the closing drain's queue:drained,
+    with generated ids as their labels."""
+    stream = sse_stream(listener, "/events")
+    client = RawClient(commands.addr)
+    try:
+        first = client.ok({"cmd": "PUSH", "queue": q, "data": {}})["id"]
+        second = client.ok({"cmd": "PUSH", "queue": q + "-next", "data": {}, "dependsOn": [first]})["id"]
+        pulled = client.ok({"cmd": "PULL", "queue": q, "owner": "w"})
+        client.ok({"cmd": "ACK", "id": first, "token": pulled["token"]})
+        parent, kids = q + "-P", [q + "-A", q + "-B"]
+        kid_data = {"__parentId": parent, "__parentQueue": q + "-parent"}
+        client.ok({"cmd": "PUSHF", "jobs": [
+            {"id": parent, "queue": q + "-parent",
+             "input": {"name": "parent", "data": {"__childrenIds": kids}, "childrenIds": kids, "dependsOn": kids}},
+            *({"id": kid, "queue": q + "-kids", "input": {"name": kid, "data": kid_data, "parentId": parent}}
+              for kid in kids),
+        ]})
+        for _ in kids:
+            job = client.ok({"cmd": "PULL", "queue": q + "-kids", "owner": "w"})
+            client.ok({"cmd": "ACK", "id": job["job"]["id"], "token": job["token"]})
+        client.ok({"cmd": "Drain", "queue": q + "-next"})
+        watched = {"job:dependencies-resolved", "flow:completed", "queue:drained"}
+        labels = {first: "first", second: "second"}
+        return [(name, {k: labels.get(v, v) for k, v in data.items()})
+                for name, data in sse_events_until(stream, "queue:drained", watched)]
+    finally:
+        client.close()
+        stream.close()
+
+
+def told_of_dependencies(q: str) -> list[tuple[str, dict[str, Any]]]:
+    """What the memory engine tells in ``dependency_events``."""
+    return [
+        ("job:dependencies-resolved", {"jobId": "second", "queue": q + "-next"}),
+        ("job:dependencies-resolved", {"jobId": q + "-P", "queue": q + "-parent"}),
+        ("flow:completed", {"parentJobId": q + "-P", "queue": q + "-parent", "childrenCount": 2}),
+        ("queue:drained", {"queue": q + "-next", "count": 1}),
+    ]
+
+
+def test_released_dependants_and_finished_flows_are_told_as_in_memory_and_on_every_broker(
+    server: ServerProcess, brokers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    q = "ev-deps-" + uuid.uuid4().hex[:6]
+    assert dependency_events(server, server, q) == told_of_dependencies(q)
+    a, b = brokers
+    assert dependency_events(a, a, q) == told_of_dependencies(q)
+    assert dependency_events(a, b, q + "-b") == told_of_dependencies(q + "-b")
