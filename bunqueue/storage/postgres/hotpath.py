@@ -85,6 +85,8 @@ class HotPath:
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
         # Queues last seen with a concurrency or rate limit: claimed under the queue's lock.
         self.limited_queues: set[str] = set()
+        # Queue -> loop time its rate limit's bucket next holds a whole token, after a claim that left none.
+        self.token_due: dict[str, float] = {}
         # Queues whose group lanes gave a plain pull nothing: (wake-up round of that look, loop time until
         # which it holds). A plain claim that comes up short looks at them again only after either changes.
         self._lanes_idle: dict[str, tuple[int, float]] = {}
@@ -265,7 +267,12 @@ class HotPath:
             if claimed[0] or left <= 0:
                 self.wakeups.forget(queue, woken)
                 return claimed
-            await self.wakeups.sleep(queue, woken, min(self.poll_interval_s, left))
+            wait = min(self.poll_interval_s, left)
+            due = self.token_due.pop(queue, None)
+            if due is not None:
+                # Held back by the rate limit: no notification tells when its bucket refills.
+                wait = min(wait, max(0.0, due - loop.time()))
+            await self.wakeups.sleep(queue, woken, wait)
 
     async def _flush_claims(self, queue: str, requests: list[ClaimRequest]) -> list[Claimed]:
         if not self.session.valid:
@@ -303,6 +310,9 @@ class HotPath:
             else:
                 rows = await self.pool.fetch(statements.CLAIM, *args)
             rows.sort(key=lambda row: row[0])
+            if rows and rows[0][0] == -1:
+                self.token_due[queue] = asyncio.get_running_loop().time() + rows[0][9] / 1000
+                del rows[0]
             if not rows or rows[0][0] != 0:
                 return rows
             if limited:

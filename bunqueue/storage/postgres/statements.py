@@ -140,7 +140,8 @@ bucket AS (
           WHERE namespace = $1 AND queue = $2) q
 ),
 controls AS (
-    SELECT q.paused, q.concurrency, q.rate_max, q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL AS limited,
+    SELECT q.paused, q.concurrency, q.rate_max, q.per_ms, q.rate_expires_at,
+           q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL AS limited,
            q.rate_max IS NOT NULL AND q.rate_expires_at IS NOT NULL AND clock.now >= q.rate_expires_at
                AS rate_expired,
            CASE WHEN q.per_ms > 0 AND (clock.now - q.rate_refilled_at) * q.per_ms >= q.rate_max - q.rate_tokens
@@ -150,7 +151,7 @@ controls AS (
     FROM bucket q, clock
 ),
 room AS (
-    SELECT coalesce(c.limited, false) AS limited, c.rate_expired, c.tokens,
+    SELECT coalesce(c.limited, false) AS limited, c.rate_expired, c.tokens, c.per_ms, c.rate_expires_at,
            CASE WHEN c.paused THEN 0
                 WHEN NOT coalesce(c.limited, false) THEN cardinality($5::text[])
                 WHEN NOT {locked} THEN 0
@@ -171,6 +172,15 @@ room AS (
 CLAIMED_COLUMNS = "slot, id, lease_token, attempts, started_at, seq, record, priority, lifo, run_at, released_at"
 # A claim's row that leases nothing: slot 0 and no job (what it says is the statement's own).
 NO_JOB_ROW = "SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+
+# A claim under the queue's lock that leaves the rate limit's bucket without a whole token: slot -1, and in the
+# run_at column the milliseconds until the bucket holds one again (or the limit's ttl ends), when a held-back
+# long-poll should look again, as the memory engine's rate timer wakes it. ``room``, ``claimed``, ``clock``.
+TOKEN_DUE_ROW = """SELECT -1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       ceil(least((1 - (room.tokens - (SELECT count(*) FROM claimed))) / room.per_ms,
+                  coalesce(room.rate_expires_at - clock.now, 'Infinity'::float8)))::bigint, NULL
+FROM room, clock
+WHERE $7 AND room.per_ms > 0 AND NOT room.rate_expired AND room.tokens - (SELECT count(*) FROM claimed) < 1"""
 
 
 def lease_slots(picked: str, *extra: str) -> str:
@@ -253,6 +263,7 @@ picked AS (
 {spend_tokens("$7")}
 SELECT {CLAIMED_COLUMNS} FROM claimed
 UNION ALL {NO_JOB_ROW} FROM room WHERE room.limited <> $7
+UNION ALL {TOKEN_DUE_ROW}
 """
 
 _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lease_expires_at = NULL"

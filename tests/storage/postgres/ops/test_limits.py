@@ -248,3 +248,24 @@ def test_a_fail_on_one_broker_wakes_a_pull_a_group_concurrency_holds_on_another(
     ], {"cmd": "PULL", "queue": q, "owner": "w", "group": {"concurrency": 5}},
         {"cmd": "FAIL", "id": "$id", "token": "$token", "error": "boom"})
     assert reply["job"]["name"] == "second"
+
+
+def test_a_pull_the_rate_limit_holds_is_woken_when_a_token_is_due(postgres: PostgresServer) -> None:
+    """As the memory engine's rate timer wakes it: long before the broker's 30 s poll, and not before the
+    bucket holds a token again (2 per 1 s: one every 500 ms)."""
+    namespace = f"lim-{uuid.uuid4().hex[:12]}"
+    server = postgres_broker(postgres, namespace, BUNQUEUE_POSTGRES_POLL_INTERVAL_MS="30000")
+    client = RawClient(server.addr)
+    q = "lim-rate-due"
+    try:
+        client.ok({"cmd": "RateLimit", "queue": q, "limit": 2, "duration": 1000})
+        client.ok({"cmd": "PUSHB", "queue": q, "jobs": [{"name": f"j{i}", "data": i} for i in range(3)]})
+        assert [client.ok({"cmd": "PULL", "queue": q})["job"]["name"] for _ in range(2)] == ["j0", "j1"]
+        started = time.monotonic()
+        held = client.ok({"cmd": "PULL", "queue": q, "timeout": 20000})
+        waited = time.monotonic() - started
+        assert held["job"]["name"] == "j2"
+        assert 0.3 < waited < 5, waited
+    finally:
+        client.close()
+        server.stop()
