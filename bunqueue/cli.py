@@ -37,10 +37,13 @@ def configure_logging(settings: Settings) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("bunqueue")
-    root.handlers[:] = [handler]
-    root.setLevel(LOG_LEVELS.get(settings.log_level.lower(), logging.INFO))
-    root.propagate = False
+    level = LOG_LEVELS.get(settings.log_level.lower(), logging.INFO)
+    # asyncpg's pool tells of its reconnections: in the server's format, and only from warnings up.
+    for name, floor in (("bunqueue", level), ("asyncpg", max(level, logging.WARNING))):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(floor)
+        logger.propagate = False
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -103,6 +103,8 @@ class PostgresEngine(
         self.share_system_events()
         self.figure_reader = FigureReader(hot.pool, hot.namespace)
         self.timers: list[asyncio.Task[None]] = []
+        # A database away fails every timer: said once for all of them.
+        self.timer_outage = OutageLog("timers")
         self.open_webhooks(settings)
         self.worker_sessions = set()
         self.worker_drops = set()
@@ -134,7 +136,7 @@ class PostgresEngine(
     def every(self, name: str, seconds: float, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``action`` every ``seconds`` until ``close``; a failed run (the database away) is logged and
         the next run still comes."""
-        outage = OutageLog(name)
+        outage = self.timer_outage
 
         async def loop() -> None:
             while True:
@@ -142,9 +144,9 @@ class PostgresEngine(
                 try:
                     await action()
                 except Exception as exc:
-                    outage.failed(exc)
+                    outage.failed(exc, name)
                 else:
-                    outage.ran()
+                    outage.ran(name)
 
         self.timers.append(asyncio.create_task(loop(), name=f"bunqueue-{name}"))
 

@@ -11,6 +11,7 @@ import asyncpg
 
 from bunqueue.config import Settings
 from bunqueue.storage.postgres.errors import storage_failed
+from bunqueue.storage.postgres.outages import one_line_pool_warnings
 from bunqueue.storage.postgres.pgtext import TextConnection, decode_text
 
 # How long opening one connection may take before the server counts as unreachable (the original's 10 s).
@@ -96,6 +97,7 @@ async def connect(config: PostgresConfig) -> asyncpg.Connection:
 
 async def create_pool(config: PostgresConfig) -> asyncpg.Pool:
     """The broker's pool: ``pool_size`` connections, each with the session settings and stored values."""
+    one_line_pool_warnings()
     try:
         pool = await asyncpg.create_pool(
             config.url,
