@@ -140,3 +140,50 @@ def test_baseline_that_is_not_a_commit_is_a_clear_error() -> None:
 
     with pytest.raises(InstallError, match="not a commit"):
         ensure_baseline("no-such-revision-here")
+
+
+def test_ceiling_runs_the_null_server_on_the_tcp_workloads_and_verifies_them(tmp_path: Path) -> None:
+    out = tmp_path / "ceiling.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare", "--quick", "--only", "ours", "--ceiling",
+         "--modes", "memory,sqlite", "--workloads", "pushb100", "pullb_ackb", "worker", "http_health",
+         "--json", "--no-chart", "--out", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["plan"]["servers"] == ["ours", "null"]
+    null_runs = {run["mode"]: run for run in doc["runs"] if run["server"] == "null"}
+    assert null_runs["sqlite"]["available"] is False and "memory mode only" in null_runs["sqlite"]["reason"]
+    # The null server answered every TCP workload, verified as a broker's answers are; HTTP is not its.
+    memory = null_runs["memory"]
+    assert memory["info"]["server"] == "nullserver"
+    assert [row["workload"] for row in memory["workloads"]] == ["pushb100", "pullb_ackb", "worker"]
+    assert all(row["verified"] and row["rate"] > 0 for row in memory["workloads"]), memory["workloads"]
+    rates = {(r["mode"], r["workload"]): r for r in doc["summary"] if r["metric"] == "rate"}
+    pushes = rates[("memory", "pushb100")]
+    assert pushes["null"]["status"] == "ok"
+    assert pushes["vs_ceiling"] == pushes["ours"]["median"] / pushes["null"]["median"]
+    assert rates[("memory", "http_health")]["null"]["status"] == "not run"
+    assert rates[("sqlite", "pushb100")]["null"]["status"] == "not available"
+
+
+def test_the_null_servers_pulled_jobs_have_the_fields_ours_sends() -> None:
+    import msgpack
+
+    from benchmarks.nullserver import NullBroker, pack_reply
+
+    broker = NullBroker()
+    ids = broker.answer({"cmd": "PUSHB", "queue": "q", "jobs": [{"name": "a", "data": {"n": 1}}, {"data": 2}]})["ids"]
+    reply = msgpack.unpackb(pack_reply(broker.answer({"cmd": "PULLB", "queue": "q", "count": 5, "owner": "w"})))
+    assert [job["id"] for job in reply["jobs"]] == ids and len(reply["tokens"]) == 2
+    assert [(job["name"], job["data"], job["queue"]) for job in reply["jobs"]] == [("a", {"n": 1}, "q"),
+                                                                                  ("default", 2, "q")]
+    from bunqueue._core.jobs import JobFactory
+
+    # The same keys as a job of ours on the wire, so replies weigh what a broker's weigh.
+    assert set(reply["jobs"][0]) == set(JobFactory().build({"name": "a", "data": 1}, "q", 1.0, False).to_dict())
+    counts = broker.answer({"cmd": "GetJobCounts", "queue": "q"})["counts"]
+    assert (counts["waiting"], counts["active"]) == (0, 2)
+    broker.answer({"cmd": "ACKB", "ids": ids})
+    assert broker.answer({"cmd": "GetJobCounts", "queue": "q"})["counts"]["completed"] == 2

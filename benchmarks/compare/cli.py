@@ -1,7 +1,8 @@
 """Command line of the side-by-side benchmark.
 
-    python -m benchmarks.compare [--quick] [--only ours|bun] [--baseline REV] [--modes memory,sqlite,postgres]
-        [--workloads push pushb100 ...] [--rounds N] [--jobs N] [--json] [--out FILE]
+    python -m benchmarks.compare [--quick] [--only ours|bun] [--baseline REV] [--ceiling]
+        [--modes memory,sqlite,postgres] [--workloads push pushb100 ...] [--rounds N] [--jobs N] [--json]
+        [--out FILE]
 
 The report (header and table) goes to stdout, progress to stderr; with --json stdout carries the
 JSON document instead and the header moves to stderr. Exit status: 0 when every measured workload
@@ -29,7 +30,7 @@ from .machine import facts, header
 from .postgres import Databases
 from .report import format_footer, format_table, source_changes, summarise, worst, write_chart, write_json
 from .rounds import MULTI_BROKER, Plan, run_plan
-from .servers import DEFAULT_MODES, MODES, REPO_ROOT, Launcher, OursLauncher
+from .servers import DEFAULT_MODES, MODES, REPO_ROOT, Launcher, NullLauncher, OursLauncher
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 # The TCP workloads of benchmarks.load, then the HTTP ones of benchmarks.http_load.
@@ -55,6 +56,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help=f"a run of seconds: {QUICK['jobs']} jobs, {QUICK['rounds']} round, short warm-up")
     p.add_argument("--only", choices=("ours", "bun"), help="run one server only (no ratios)")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also run benchmarks.nullserver (frames and answers only) as a ceiling column, memory "
+                        "mode, TCP workloads")
     p.add_argument("--baseline", metavar="REV",
                    help="also run ours at git revision REV (built under benchmarks/.cache/baseline) in the "
                         "same rounds, as a third server \"base\" with a before/after ratio")
@@ -92,6 +96,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     servers: tuple[str, ...] = (args.only,) if args.only else ("ours", "bun")
     if args.baseline:
         servers += ("base",)
+    if args.ceiling:
+        servers += ("null",)
     return Plan(
         servers=servers,
         modes=tuple(dict.fromkeys(args.modes)),
@@ -129,6 +135,8 @@ def _launchers(plan: Plan, baseline: str | None) -> tuple[dict[str, Launcher], B
         launchers["bun"] = bun.launcher()
     if baseline:
         launchers["base"] = ensure_baseline(baseline)
+    if "null" in plan.servers:
+        launchers["null"] = NullLauncher()
     return launchers, bun
 
 

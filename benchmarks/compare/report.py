@@ -3,7 +3,9 @@
 Every ratio is oriented so that > 1 means ours is better: ours/bun where higher is better
 (throughput), bun/ours where lower is better (latency, CPU per job, peak RSS). With --baseline a
 third server, ours at an earlier revision ("base"), gets a column and a "vs base" ratio oriented the
-same way (> 1: the tree under test is better than the baseline). A figure is only
+same way (> 1: the tree under test is better than the baseline). With --ceiling the null server
+(``benchmarks.nullserver``: framing and answers only) gets a column and "vs ceiling", ours against it
+oriented the same way (1: ours is as fast as framing alone with this client). A figure is only
 ever computed from rounds whose workload passed verification; any failed round turns the cell
 into FAILED rather than a median of the survivors.
 """
@@ -16,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .rounds import MULTI_BROKER, Plan, workloads_of
+from .rounds import CEILING_WORKLOADS, MULTI_BROKER, Plan, workloads_of
 
 Row = dict[str, Any]
 Cell = dict[str, Any]
-SERVERS = ("ours", "bun", "base")
+SERVERS = ("ours", "bun", "base", "null")
 # Workloads whose rate is not jobs per second.
 RATE_UNITS = {"latency": "ops/s", "http_health": "req/s"}
 LATENCY_KEYS = (("p50_us", "latency p50"), ("p99_us", "latency p99"), ("p999_us", "latency p999"))
@@ -79,7 +81,7 @@ def _value(record: Row, m: Measure) -> tuple[bool, float | None]:
 
 def cell(runs: Iterable[Row], m: Measure, server: str) -> Cell:
     records = [r for r in runs if r["mode"] == m.mode and r["server"] == server]
-    if not records:
+    if not records or (server == "null" and m.workload is not None and m.workload not in CEILING_WORKLOADS):
         return {"status": "not run"}
     available = [r for r in records if r["available"]]
     if not available:
@@ -121,6 +123,9 @@ def summarise(runs: Sequence[Row], plan: Plan) -> list[Row]:
         if "base" in plan.servers:
             row["base"] = cells["base"]
             row["vs_base"] = ratio(cells["ours"], cells["base"], m.higher_is_better)
+        if "null" in plan.servers:
+            row["null"] = cells["null"]
+            row["vs_ceiling"] = ratio(cells["ours"], cells["null"], m.higher_is_better)
         rows.append(row)
     return rows
 
@@ -174,9 +179,13 @@ def _ratio_text(value: float | None) -> str:
 
 def format_table(summary: Sequence[Row]) -> str:
     with_base = any("base" in r for r in summary)
+    with_null = any("null" in r for r in summary)
     head = ["mode", "measure", "unit", "better", "ours (median)", "bun (median)", "ratio", "ratio is"]
     if with_base:
         head += ["base (median)", "vs base"]
+    if with_null:
+        head += ["ceiling (median)", "vs ceiling"]
+    extra = (["-", "-"] if with_base else []) + (["-", "-"] if with_null else [])
     body: list[Sequence[str]] = [head, tuple("-" * len(h) for h in head)]
     empty_modes: set[str] = set()
     for r in summary:
@@ -186,14 +195,16 @@ def format_table(summary: Sequence[Row]) -> str:
                 empty_modes.add(r["mode"])
                 line = [r["mode"], "all measures", "", "", _cell_text(r["ours"], ""),
                         _cell_text(r["bun"], ""), "-", ""]
-                body.append(line + ([_cell_text(r["base"], ""), "-"] if with_base else []))
+                body.append(line + extra)
             continue
         line = [r["mode"], r["measure"], r["unit"], r["better"], _cell_text(r["ours"], r["fmt"]),
                 _cell_text(r["bun"], r["fmt"]), _ratio_text(r["ratio"]), r["ratio_is"]]
         if with_base:
             line += [_cell_text(r["base"], r["fmt"]), _ratio_text(r["vs_base"])]
+        if with_null:
+            line += [_cell_text(r["null"], r["fmt"]), _ratio_text(r["vs_ceiling"])]
         body.append(line)
-    return "\n".join(_align(body, {4, 5, 6, 8, 9}))
+    return "\n".join(_align(body, {4, 5, 6, 8, 9, 10, 11}))
 
 
 def _unavailable_notes(runs: Sequence[Row]) -> list[str]:
@@ -223,6 +234,9 @@ def format_footer(summary: Sequence[Row], plan: Plan, runs: Sequence[Row]) -> st
         "[k/n] = the server started in only k of n rounds; the median is over those k.",
         *_unavailable_notes(runs),
     ]
+    if any("null" in r for r in summary):
+        lines.append("ceiling = benchmarks.nullserver (frames and answers, memory mode, TCP workloads only);"
+                     " vs ceiling 1 = ours as fast as framing alone with this client.")
     baselines = list(dict.fromkeys(r["baseline"] for r in runs if r.get("baseline")))
     if baselines:
         lines.append(f"base = ours at {', '.join(baselines)}; vs base > 1 means the tree under test is better.")

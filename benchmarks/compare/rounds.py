@@ -25,6 +25,8 @@ Row = dict[str, Any]
 PINNED_WORKLOADS = frozenset({"latency"})
 # Workloads of several brokers on one database: run in PostgreSQL mode only, each on servers of its own.
 MULTI_BROKER = {"brokers3": 3}
+# What the null server (``--ceiling``) answers: the TCP workloads of plain jobs.
+CEILING_WORKLOADS = frozenset({"push", "pushb100", "pushb1000", "pullb_ackb", "worker", "grouped_worker", "latency"})
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,9 @@ async def measure_brokers(launcher: Launcher, name: str, plan: Plan, databases: 
         return _failed(name, _describe(exc))
 
 
-def workloads_of(plan: Plan, mode: str) -> list[str]:
-    return [name for name in plan.workloads if name not in MULTI_BROKER or mode == "postgres"]
+def workloads_of(plan: Plan, mode: str, server: str | None = None) -> list[str]:
+    return [name for name in plan.workloads if (name not in MULTI_BROKER or mode == "postgres")
+            and (server != "null" or name in CEILING_WORKLOADS)]
 
 
 async def _warm_up(server: Server, plan: Plan, log: Log) -> None:
@@ -109,7 +112,7 @@ async def _warm_up(server: Server, plan: Plan, log: Log) -> None:
     # pass over every workload keeps that start-up cost out of the first measured workload.
     if plan.warmup <= 0:
         return
-    for name in plan.workloads:
+    for name in workloads_of(plan, server.mode, server.name):
         if name in MULTI_BROKER:
             continue
         row = await measure(server, name, plan, plan.warmup)
@@ -135,6 +138,9 @@ async def run_server(
 ) -> Row:
     """One fresh server in one mode: warm-up, every workload, then its peak RSS."""
     record: Row = {"round": round_index + 1, "mode": mode, "server": launcher.name, "available": True}
+    if launcher.name == "null" and mode != "memory":
+        record.update(available=False, reason="the null server keeps nothing: memory mode only")
+        return record
     if launcher.name == "ours":
         # Read at every start: the tree under test may change between runs of a long comparison.
         record["source"] = source_fingerprint()
@@ -149,7 +155,7 @@ async def run_server(
                 f"{record['info'].get('server')} {record['info'].get('version')}")
             await _warm_up(server, plan, log)
             rows: list[Row] = []
-            for name in workloads_of(plan, mode):
+            for name in workloads_of(plan, mode, launcher.name):
                 if name in MULTI_BROKER:
                     assert databases is not None
                     rows.append(await measure_brokers(launcher, name, plan, databases))

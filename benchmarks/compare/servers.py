@@ -84,7 +84,20 @@ class BunLauncher:
         return Launch([str(self.bun), str(self.cli), "start"], env, workdir)
 
 
-Launcher = OursLauncher | BunLauncher
+@dataclass(frozen=True)
+class NullLauncher:
+    """``benchmarks.nullserver``: frames and answers only (``--ceiling``); memory mode and TCP only."""
+
+    name: str = "null"
+
+    def launch(
+        self, tcp_port: int, http_port: int, workdir: Path, data_path: Path | None, postgres_url: str | None = None
+    ) -> Launch:
+        return Launch([sys.executable, "-m", "benchmarks.nullserver", "--host", HOST, "--tcp-port", str(tcp_port)],
+                      {}, REPO_ROOT)
+
+
+Launcher = OursLauncher | BunLauncher | NullLauncher
 
 
 @dataclass
