@@ -268,10 +268,11 @@ class HotPath:
                 self.wakeups.forget(queue, woken)
                 return claimed
             wait = min(self.poll_interval_s, left)
-            due = self.token_due.pop(queue, None)
-            if due is not None:
+            # Every pull the rate limit holds on this queue looks again when the bucket next holds a token.
+            due = self.token_due.get(queue)
+            if due is not None and due > loop.time():
                 # Held back by the rate limit: no notification tells when its bucket refills.
-                wait = min(wait, max(0.0, due - loop.time()))
+                wait = min(wait, due - loop.time())
             await self.wakeups.sleep(queue, woken, wait)
 
     async def _flush_claims(self, queue: str, requests: list[ClaimRequest]) -> list[Claimed]:
@@ -313,6 +314,8 @@ class HotPath:
             if rows and rows[0][0] == -1:
                 self.token_due[queue] = asyncio.get_running_loop().time() + rows[0][9] / 1000
                 del rows[0]
+            else:
+                self.token_due.pop(queue, None)
             if not rows or rows[0][0] != 0:
                 return rows
             if limited:
