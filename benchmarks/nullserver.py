@@ -33,9 +33,10 @@ JOB_FIELDS: dict[str, Any] = {
     "deduplicationReplace": False, "debounceId": None, "debounceTtl": None,
     "timeline": [{"state": "waiting", "timestamp": 1.0}, {"state": "active", "timestamp": 1.0}],
 }
-_pack = msgpack.Packer(use_bin_type=True).pack
+_packer = msgpack.Packer(use_bin_type=True)
+_pack = _packer.pack
 # A pulled job is packed by hand: the map's header, the four fields that vary, then the others packed once.
-JOB_HEAD = b"\xde" + (4 + len(JOB_FIELDS)).to_bytes(2, "big")
+JOB_HEAD = _packer.pack_map_header(4 + len(JOB_FIELDS))
 JOB_TAIL = b"".join(_pack(key) + _pack(value) for key, value in JOB_FIELDS.items())
 KEY_ID, KEY_QUEUE, KEY_NAME, KEY_DATA = (_pack(key) for key in ("id", "queue", "name", "data"))
 EMPTY_COUNTS = {"waiting": 0, "prioritized": 0, "delayed": 0, "active": 0, "completed": 0, "failed": 0,
@@ -57,22 +58,17 @@ class Packed(bytes):
 
 def pack_reply(reply: dict[str, Any]) -> bytes:
     """``reply`` packed, its ``Packed`` values (a job, or a list of jobs) spliced in as they are."""
-    parts = [bytes([0x80 | len(reply)])]
+    parts = [_packer.pack_map_header(len(reply))]
     for key, value in reply.items():
         parts.append(_pack(key))
         if type(value) is Packed:
             parts.append(value)
         elif type(value) is list and value and type(value[0]) is Packed:
-            parts.append(_array_head(len(value)))
+            parts.append(_packer.pack_array_header(len(value)))
             parts.extend(value)
         else:
             parts.append(_pack(value))
     return b"".join(parts)
-
-
-def _array_head(n: int) -> bytes:
-    return bytes([0x90 | n]) if n < 16 else b"\xdc" + n.to_bytes(2, "big") if n < 65536 else \
-        b"\xdd" + n.to_bytes(4, "big")
 
 
 class NullBroker:

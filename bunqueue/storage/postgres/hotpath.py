@@ -388,8 +388,11 @@ class HotPath:
         )
         for queue in {row[2] for row in rows if row[3]}:
             self.wakeups.wake(queue)
-        if rows and rows[0][4] is not None and self.on_resolved is not None:
-            self.on_resolved(rows[0][4], rows[0][5])
+        if self.on_resolved is not None:
+            for row in rows:
+                if row[4] is not None:
+                    self.on_resolved(row[4], row[5])
+                    break
         return {row[0]: row[2] for row in rows}
 
     async def _run_fails(self, conn: asyncpg.Connection, requests: list[SettleRequest]) -> dict[str, Any]:

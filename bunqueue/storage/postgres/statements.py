@@ -307,8 +307,12 @@ done AS (
 ), {release_dependants("settled")}, forgotten AS (
     DELETE FROM bunqueue_flow_failures x USING settled WHERE x.namespace = $1 AND x.parent_id = settled.id
 ), {_notify_ready("released")}, {notify_freed("settled")}
-SELECT s.id, s.token, s.queue, coalesce(s.queue = ANY(freeing.queues), false), resolved.ids, resolved.queues
-FROM (SELECT id, token, queue FROM done UNION ALL SELECT id, token, queue FROM gone) s, woken, freeing, resolved
+SELECT s.id, s.token, s.queue, coalesce(s.queue = ANY(freeing.queues), false),
+       -- The released jobs once, on one row: on every row a flush of many ACKs would carry them many times.
+       CASE WHEN s.first THEN resolved.ids END, CASE WHEN s.first THEN resolved.queues END
+FROM (SELECT id, token, queue, row_number() OVER () = 1 AS first
+      FROM (SELECT id, token, queue FROM done UNION ALL SELECT id, token, queue FROM gone) acked) s,
+     woken, freeing, resolved
 """
 
 _LOST_COLUMNS = (
