@@ -4,6 +4,7 @@ on the queues next door."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
@@ -195,3 +196,12 @@ async def test_raising_the_limit_wakes_long_pollers(
 async def test_limited_queue_is_listed(conn: Connection, queue_name: str) -> None:
     await conn.request({"cmd": "RateLimit", "queue": queue_name, "limit": 5})
     assert queue_name in (await conn.request({"cmd": "ListQueues"}))["queues"]
+
+
+async def test_a_rate_too_small_to_refill_a_token_has_an_infinite_ttl(conn: Connection, queue_name: str) -> None:
+    # 1e-310 per second: (1 - tokens) / rate overflows to infinity, which the original answers as it is.
+    await conn.request({"cmd": "RateLimit", "queue": queue_name, "limit": 1e-310})
+    await push_many(conn, queue_name, 1)
+    found = await limits(conn, queue_name)
+    assert found["rateLimit"] == {"max": 1e-310, "duration": 1000}
+    assert found["rateLimitTtl"] == math.inf

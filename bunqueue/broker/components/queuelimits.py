@@ -88,7 +88,9 @@ class QueueLimits:
         rate = self._rate_per_ms()
         if tokens >= 1 or rate <= 0:
             return 0
-        return math.ceil((1.0 - tokens) / rate)
+        wait = (1.0 - tokens) / rate
+        # A rate so small that no token comes in any finite time: the original answers Infinity.
+        return math.ceil(wait) if math.isfinite(wait) else wait
 
     def settings(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
