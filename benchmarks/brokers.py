@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bunqueue.client import Connection, connect, prepare
@@ -85,7 +86,7 @@ async def _worker(conn: Connection, queue: str, lock_ttl: int, tally: Tally, n: 
 
 
 async def run_brokers(
-    addrs: list[Addr], kill_first: Callable[[], None], n: int = 20_000, lock_ttl: int = 5_000,
+    addrs: list[Addr], kill_first: Callable[[], Awaitable[None] | None], n: int = 20_000, lock_ttl: int = 5_000,
     deadline_s: float = 300.0, queue: str | None = None, progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     queue = queue or f"brokers-{uuid.uuid4().hex[:8]}"
@@ -105,7 +106,9 @@ async def run_brokers(
         while len(tally.acked) < KILL_AT * n and not stop.is_set():
             await asyncio.sleep(0.005)
         tally.killed_at = time.monotonic()
-        kill_first()
+        # A caller that must kill at a chosen moment (while the broker holds leases) returns an awaitable.
+        if inspect.isawaitable(killing := kill_first()):
+            await killing
         if progress is not None:
             progress(f"killed the first broker at {len(tally.acked):,} of {n:,} jobs acknowledged")
         # An ack the killed broker committed but never answered leaves the tally one short for good: the

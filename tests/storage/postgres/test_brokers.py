@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -46,6 +47,8 @@ class LeaseWatch:
     """From the kill on, how long the jobs the killed broker had leased stay leased by it (read from the
     database: ``lease_broker`` names the broker that granted a lease)."""
 
+    HELD = "SELECT count(*) FROM bunqueue_jobs WHERE state = $1 AND lease_broker = $2"
+
     def __init__(self, url: str, broker_id: str) -> None:
         self.url = url
         self.broker_id = broker_id
@@ -53,8 +56,23 @@ class LeaseWatch:
         self.held = 0
         self.back_after_s: float | None = None
 
-    def kill(self, server: ServerProcess) -> None:
+    async def kill(self, server: ServerProcess) -> None:
+        """Kill the broker at a moment it holds leases: its workers ACK and claim in step (group commits),
+        so there are instants when none of its jobs is leased, and a kill there would prove nothing. The
+        broker is frozen, its leases counted, and let go again until it holds some."""
         assert server.proc is not None
+        pid = server.proc.pid
+        conn = await asyncpg.connect(self.url)
+        try:
+            for _ in range(200):
+                os.kill(pid, signal.SIGSTOP)
+                self.held = await conn.fetchval(self.HELD, states.ACTIVE, self.broker_id)
+                if self.held:
+                    break
+                os.kill(pid, signal.SIGCONT)
+                await asyncio.sleep(0.003)
+        finally:
+            await conn.close()
         server.proc.kill()
         self.killed_at = time.monotonic()
         self.killed.set()
@@ -63,9 +81,7 @@ class LeaseWatch:
         await self.killed.wait()
         conn = await asyncpg.connect(self.url)
         try:
-            held = "SELECT count(*) FROM bunqueue_jobs WHERE state = $1 AND lease_broker = $2"
-            self.held = await conn.fetchval(held, states.ACTIVE, self.broker_id)
-            while await conn.fetchval(held, states.ACTIVE, self.broker_id):
+            while await conn.fetchval(self.HELD, states.ACTIVE, self.broker_id):
                 await asyncio.sleep(0.05)
             self.back_after_s = time.monotonic() - self.killed_at
         finally:
