@@ -12,14 +12,10 @@ pulled exactly once and nothing is left behind.
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
+from benchmarks import generators
 from benchmarks.workloads import (
     DEFAULT_DATA_BYTES,
     DEFAULT_JOBS,
@@ -35,25 +31,7 @@ from benchmarks.workloads import (
 )
 from bunqueue.client import connect
 
-HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "httpload.c"
-BINARY = HERE / ".cache" / "httpload"
 CONNECTIONS = 50
-
-
-def load_generator() -> Path:
-    """The compiled generator, built again when its source is newer."""
-    if BINARY.exists() and BINARY.stat().st_mtime >= SOURCE.stat().st_mtime:
-        return BINARY
-    compiler = shutil.which(os.environ.get("CC", "cc"))
-    if compiler is None:
-        raise WorkloadError("the HTTP workloads need a C compiler (cc, or CC) to build benchmarks/httpload.c")
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    built = subprocess.run([compiler, "-O2", "-o", str(BINARY), str(SOURCE)], capture_output=True, text=True,
-                           check=False)
-    if built.returncode != 0:
-        raise WorkloadError(f"compiling {SOURCE.name} failed: {built.stderr.strip()[-500:]}")
-    return BINARY
 
 
 class Generated:
@@ -69,35 +47,17 @@ class Generated:
         self.cpu = cpu
 
 
-def _generate(http: Addr, n: int, method: str, path: str, body: str, token: str | None,
-              id_field: str | None) -> Generated:
-    argv = [str(load_generator()), http[0], str(http[1]), str(CONNECTIONS), str(n), method, path, body]
-    if token:
-        argv.append(token)
-    env = dict(os.environ)
-    env.pop("ID_FIELD", None)
-    if id_field:
-        env["ID_FIELD"] = id_field
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    stdout, stderr = proc.communicate()
-    # communicate() reaped the child: its CPU time is in this process's children usage now.
-    lines = stderr.decode(errors="replace").strip().splitlines()
-    try:
-        summary = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        raise WorkloadError(f"httpload failed: {' '.join(lines)[-500:]}") from None
-    if proc.returncode != 0:
-        raise WorkloadError(f"httpload: {' '.join(lines[:-1])[-300:]} ({summary['responses']} of {n} answered)")
-    return Generated(summary, stdout.decode().split(), 0.0)
-
-
 async def _run_generator(http: Addr, n: int, method: str, path: str, body: str, token: str | None,
                          id_field: str | None) -> Generated:
-    before = os.times()
-    result = await asyncio.to_thread(_generate, http, n, method, path, body, token, id_field)
-    after = os.times()
-    result.cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return result
+    args = [http[0], str(http[1]), str(CONNECTIONS), str(n), method, path, body, *([token] if token else [])]
+    try:
+        run = await generators.run("httpload.c", args, {"ID_FIELD": id_field})
+    except generators.GeneratorError as exc:
+        raise WorkloadError(str(exc)) from None
+    if run.returncode != 0:
+        answered = run.summary["responses"]
+        raise WorkloadError(f"httpload: {' '.join(run.messages)[-300:]} ({answered} of {n} answered)")
+    return Generated(run.summary, run.lines, run.cpu)
 
 
 def _require(http_addr: Addr | None) -> Addr:

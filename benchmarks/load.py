@@ -2,7 +2,7 @@
 :mod:`benchmarks.workloads`.
 
     python -m benchmarks.load --host 127.0.0.1 --port 6789 [--token T]
-        [--workloads push pushb100 ...] [--jobs N] [--json]
+        [--workloads push pushb100 ...] [--jobs N] [--client c|python] [--json]
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.workloads import (
+    CLIENTS,
     DEFAULT_DATA_BYTES,
     DEFAULT_JOBS,
     WORKLOADS,
@@ -94,6 +95,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--data-bytes", type=int, default=DEFAULT_DATA_BYTES,
                         help="size of the string in each job's data (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per workload")
+    parser.add_argument("--client", choices=CLIENTS, default="c",
+                        help="the client of pushb100, pushb1000, pullb_ackb and worker: the C generator of "
+                             "benchmarks.tcpload (default), or the Python one")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-uvloop", action="store_true", help="use the default asyncio event loop")
     return parser.parse_args(argv)
@@ -117,7 +121,7 @@ async def _main(args: argparse.Namespace, loop_name: str) -> int:
         try:
             row = await run_workload(
                 name, addr, args.jobs, token=args.token, timeout=args.timeout,
-                connections=args.connections, data_bytes=args.data_bytes,
+                connections=args.connections, data_bytes=args.data_bytes, client=args.client,
             )
         except (WorkloadError, BunqueueError, OSError) as exc:  # TimeoutError is an OSError
             row = {"workload": name, "error": str(exc) or type(exc).__name__}
@@ -129,7 +133,7 @@ async def _main(args: argparse.Namespace, loop_name: str) -> int:
             "target": f"{args.host}:{args.port}",
             "server": server,
             "jobs": args.jobs,
-            "client": {"python": platform.python_version(), "loop": loop_name},
+            "client": {"python": platform.python_version(), "loop": loop_name, "generator": args.client},
             "results": rows,
         }
         print(json.dumps(report, indent=2))

@@ -39,6 +39,8 @@ DEFAULT_DATA_BYTES = 64
 PRELOAD_BATCH = 1000
 DRAIN_BATCH = 1000
 JOB_NAME = "bench"
+# Who sends the commands: "c", the generator of benchmarks.tcpload where a workload has one, or "python".
+CLIENTS = ("c", "python")
 
 # Counts that must be zero once a workload has drained its queue. `completed` is not among them:
 # jobs are kept after ACK unless removeOnComplete is set.
@@ -602,11 +604,18 @@ async def run_workload(
     *,
     token: str | None = None,
     timeout: float | None = None,
+    client: str = "python",
     **options: Any,
 ) -> dict[str, Any]:
     """Run one workload by name; options a workload does not take (e.g. `connections` for
-    latency) are ignored so one option set can drive them all."""
+    latency) are ignored so one option set can drive them all. With ``client="c"`` the workloads that
+    have one run on the C generator of :mod:`benchmarks.tcpload`."""
     func = WORKLOADS[name]
+    if client == "c":
+        # Imported here: that module builds on this one's helpers.
+        from benchmarks.tcpload import NATIVE_WORKLOADS
+
+        func = NATIVE_WORKLOADS.get(name, func)
     params = inspect.signature(func).parameters
     accepted = {k: v for k, v in options.items() if v is not None and k in params}
     async with asyncio.timeout(timeout):

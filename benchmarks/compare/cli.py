@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.http_load import HTTP_WORKLOADS
-from benchmarks.workloads import WORKLOADS
+from benchmarks.workloads import CLIENTS, WORKLOADS
 
 from .baseline import ensure_baseline
 from .install import BunInstall, InstallError, ensure_bun
@@ -75,6 +75,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int,
                    help=f"jobs per warm-up workload (default {DEFAULTS['warmup']}; 0: none)")
     p.add_argument("--timeout", type=float, help="seconds allowed per workload")
+    p.add_argument("--client", choices=CLIENTS, default="c",
+                   help="the client of pushb100, pushb1000, pullb_ackb and worker: the C generator of "
+                        "benchmarks.tcpload (default), or the Python one of benchmarks.workloads")
     p.add_argument("--json", action="store_true", help="print JSON on stdout instead of the table")
     p.add_argument("--out", type=Path, help="JSON file (default benchmarks/results/compare-<timestamp>.json)")
     p.add_argument("--no-chart", action="store_true", help="do not write the PNG chart of the ratios")
@@ -103,6 +106,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         modes=tuple(dict.fromkeys(args.modes)),
         workloads=tuple(dict.fromkeys(workloads)),
         rounds=pick("rounds"), jobs=pick("jobs"), warmup=pick("warmup"), timeout=pick("timeout"),
+        client=args.client,
     )
 
 
@@ -110,7 +114,7 @@ def plan_text(plan: Plan) -> str:
     order = " / ".join(plan.servers) + (", order swapped each round" if len(plan.servers) > 1 else "")
     return (f"{plan.rounds} round(s) of {order}; modes {', '.join(plan.modes)}; "
             f"{plan.jobs:,} jobs per workload, warm-up {plan.warmup:,}; "
-            f"workloads {', '.join(plan.workloads)}")
+            f"workloads {', '.join(plan.workloads)}; {plan.client} client for the TCP rows that have one")
 
 
 def _log(message: str) -> None:

@@ -38,6 +38,8 @@ class Plan:
     jobs: int
     warmup: int
     timeout: float
+    # "c": the rows benchmarks.tcpload has run on its C generator; "python": all on benchmarks.workloads.
+    client: str = "c"
 
 
 def round_order(servers: tuple[str, ...], round_index: int) -> list[str]:
@@ -74,7 +76,8 @@ async def measure(server: Server, name: str, plan: Plan, jobs: int | None = None
                     row = await HTTP_WORKLOADS[name](
                         server.addr, n, http_addr=server.http_addr, probe=server.cpu_seconds)
             else:
-                row = await run_workload(name, server.addr, n, timeout=plan.timeout, probe=server.cpu_seconds)
+                row = await run_workload(name, server.addr, n, timeout=plan.timeout, probe=server.cpu_seconds,
+                                         client=plan.client)
         _add_cpu(row, row.pop("probe_delta"), server.cpu_seconds() - cpu_before)
     except Exception as exc:  # noqa: BLE001 - any failure is one failed row, not a crashed run
         reason = _describe(exc)
