@@ -568,6 +568,68 @@ cdef void _rare_options(dict opts, Job job) except *:
     _dedup(opts, job)
 
 
+# What a job map or a PUSH frame may hold besides its options: the fields the factory does not read.
+cdef frozenset _PLAIN_KEYS = frozenset(("name", "data", "cmd", "queue", "reqId"))
+
+
+cdef int _read_options(dict opts, Job job, bint batch) except -1:
+    """Every option but name and data, checked in the order the errors are told, over the defaults."""
+    cdef double priority = 0.0
+    cdef double delay = 0.0
+    cdef double created_at = job.created_at
+    value = opts.get("priority")
+    if value is not None:
+        priority = _finite(value, "priority")
+    group_id = _group(opts, &priority)
+    group_max = _group_max_size(opts)
+    value = opts.get("delay")
+    if value is not None:
+        delay = _duration(value, "delay", False)
+    max_attempts = _max_attempts(opts.get("maxAttempts"))
+    backoff, backoff_config = _backoff(opts.get("backoff"))
+    ttl = _optional_duration(opts, "ttl", True)
+    timeout = _optional_duration(opts, "timeout", True)
+    stall_timeout = _optional_duration(opts, "stallTimeout", False)
+    value = opts.get("timestamp")
+    if value is not None:
+        created_at = _finite(value, "timestamp")
+        if created_at > _MAX_DURATION:
+            raise CommandError(errors.must_be_at_most("timestamp", "4320000000000000"))
+        if created_at < -_MAX_DURATION:
+            raise CommandError(errors.must_be_at_least("timestamp", "-4320000000000000"))
+    stack_limit = _optional_finite(opts, "stackTraceLimit")
+    custom_id = _string(opts, "customId" if batch else "jobId")
+    unique_key = _string(opts, "uniqueKey")
+    depends_on = _string_list(opts, "dependsOn")
+    lifo = _flag(opts, "lifo")
+    repeat = _repeat(opts)
+
+    job.created_at = created_at
+    job.run_at = created_at + delay
+    job.last_heartbeat = created_at
+    job.backoff = backoff
+    job.backoff_config = backoff_config
+    if depends_on:
+        job.depends_on = depends_on
+        job.pending_deps = set(depends_on)
+    job.repeat = repeat
+    job.priority = priority
+    job.lifo = lifo
+    job.max_attempts = max_attempts
+    job.ttl = ttl
+    job.timeout = timeout
+    job.unique_key = unique_key
+    job.custom_id = custom_id
+    job.group_id = group_id
+    job.group_max_size = group_max
+    job.stall_timeout = stall_timeout
+    if stack_limit is not None:
+        job.stack_trace_limit = stack_limit
+    if not _RARE_KEYS.isdisjoint(opts):
+        _rare_options(opts, job)
+    return 0
+
+
 cdef class JobFactory:
     """Builds validated job records. One per broker: it owns the id and sequence sources."""
 
@@ -590,76 +652,33 @@ cdef class JobFactory:
 
     cpdef Job build(self, dict opts, str queue, double now, bint batch):
         cdef Job job = Job.__new__(Job)
-        cdef double priority = 0.0
-        cdef double delay = 0.0
-        cdef double created_at = now
-
         name, data = _name_and_data(opts)
         if _nests_deeper(data, _MAX_VALUE_DEPTH):
             raise CommandError(errors.nested_too_deeply("data"))
-        value = opts.get("priority")
-        if value is not None:
-            priority = _finite(value, "priority")
-        group_id = _group(opts, &priority)
-        group_max = _group_max_size(opts)
-        value = opts.get("delay")
-        if value is not None:
-            delay = _duration(value, "delay", False)
-        max_attempts = _max_attempts(opts.get("maxAttempts"))
-        backoff, backoff_config = _backoff(opts.get("backoff"))
-        ttl = _optional_duration(opts, "ttl", True)
-        timeout = _optional_duration(opts, "timeout", True)
-        stall_timeout = _optional_duration(opts, "stallTimeout", False)
-        value = opts.get("timestamp")
-        if value is not None:
-            created_at = _finite(value, "timestamp")
-            if created_at > _MAX_DURATION:
-                raise CommandError(errors.must_be_at_most("timestamp", "4320000000000000"))
-            if created_at < -_MAX_DURATION:
-                raise CommandError(errors.must_be_at_least("timestamp", "-4320000000000000"))
-        stack_limit = _optional_finite(opts, "stackTraceLimit")
-        custom_id = _string(opts, "customId" if batch else "jobId")
-        unique_key = _string(opts, "uniqueKey")
-        depends_on = _string_list(opts, "dependsOn")
-        lifo = _flag(opts, "lifo")
-        repeat = _repeat(opts)
-
-        job.seq = self._seq = self._seq + 1
-        job.id = custom_id if custom_id is not None else str(self._uuid7())
         job.queue = queue
         job.name = name
         job.data = data
-        job.created_at = created_at
-        job.run_at = created_at + delay
+        job.created_at = now
+        job.run_at = now
+        job.last_heartbeat = now
         job.started_at = NAN
         job.completed_at = NAN
         job.attempts = 0
-        job.backoff = backoff
-        job.backoff_config = backoff_config
+        job.backoff = DEFAULT_BACKOFF
         # Empty lists are the shared empty tuple (packed as an empty array); a change assigns a new list.
-        job.depends_on = depends_on if depends_on else _EMPTY
+        job.depends_on = _EMPTY
         job.children_ids = _EMPTY
         job.children_completed = 0
         job.tags = _EMPTY
         job.progress = 0
-        job.progress_message = None
-        job.stacktrace = None
-        job.repeat = repeat
-        job.last_heartbeat = created_at
+        job.priority = 0.0
+        job.max_attempts = DEFAULT_MAX_ATTEMPTS
+        job.stack_trace_limit = DEFAULT_STACK_TRACE_LIMIT
         job.stall_count = 0
-        job.priority = priority
-        job.lifo = lifo
-        job.max_attempts = max_attempts
-        job.ttl = ttl
-        job.timeout = timeout
-        job.unique_key = unique_key
-        job.custom_id = custom_id
-        job.group_id = group_id
-        job.stall_timeout = stall_timeout
-        job.stack_trace_limit = DEFAULT_STACK_TRACE_LIMIT if stack_limit is None else stack_limit
-        if not _RARE_KEYS.isdisjoint(opts):
-            _rare_options(opts, job)
         job.state = 0
-        job.group_max_size = group_max
-        job.pending_deps = set(depends_on) if depends_on else None
+        # Most jobs send a name and data only: the ~20 other options are then not looked up one by one.
+        if not _PLAIN_KEYS.issuperset(opts):
+            _read_options(opts, job, batch)
+        job.seq = self._seq = self._seq + 1
+        job.id = job.custom_id if job.custom_id is not None else str(self._uuid7())
         return job
