@@ -22,10 +22,12 @@ class GeneratorError(Exception):
 
 
 def compiled(source_name: str) -> Path:
-    """The program built from ``benchmarks/<source_name>``, built again when its source is newer."""
+    """The program built from ``benchmarks/<source_name>``, built again when its source or a header is newer."""
     source = HERE / source_name
     binary = HERE / ".cache" / source.stem
-    if binary.exists() and binary.stat().st_mtime >= source.stat().st_mtime:
+    # The headers beside the sources are theirs too (``msgpack_cursor.h``).
+    newest = max(path.stat().st_mtime for path in (source, *HERE.glob("*.h")))
+    if binary.exists() and binary.stat().st_mtime >= newest:
         return binary
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
