@@ -14,11 +14,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-import httptools
-
 from bunqueue import errors
+from bunqueue._core.httprequest import PARSED, UPGRADED, HttpRequest, RequestReader
 from bunqueue.server.http.api import STREAM, HttpApi
-from bunqueue.server.http.messages import TEXT_TYPE, HttpRequest, HttpResponse
+from bunqueue.server.http.messages import TEXT_TYPE, HttpResponse
 
 log = logging.getLogger("bunqueue.http")
 
@@ -26,12 +25,6 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 # The request line and headers together (Bun allows 16 KiB); the body does not count. A read is parsed
 # this much at a time, so what the parser holds of an unfinished header grows by at most this per step.
 MAX_HEAD_BYTES = 64 * 1024
-# What a request line adds to its target (method, spaces, version, CRLF), and a header line to its name
-# and value (": ", CRLF), give or take optional whitespace.
-REQUEST_LINE_BYTES = 20
-HEADER_LINE_BYTES = 4
-CONTENT_LENGTH_SIZE = len("content-length")
-EXPECT_SIZE = len("expect")
 # Parsed requests waiting behind one that is being answered before the connection stops reading.
 MAX_PIPELINED = 32
 # An idle keep-alive connection is closed after this long (aiohttp's default).
@@ -58,7 +51,13 @@ def text_answer(status: int, text: str) -> HttpResponse:
     return HttpResponse(status, text.encode(), TEXT_TYPE)
 
 
-HEAD_TOO_LARGE = text_answer(431, "Request Header Fields Too Large")
+# The answers that refuse a request the reader could not take, by status.
+REFUSALS = {
+    400: text_answer(400, "Bad Request"),
+    413: text_answer(413, "Request Entity Too Large"),
+    431: text_answer(431, "Request Header Fields Too Large"),
+}
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 class HttpConnection(asyncio.Protocol):
@@ -67,23 +66,9 @@ class HttpConnection(asyncio.Protocol):
         self.api = api
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self.parser = httptools.HttpRequestParser(self)
-        # The request being parsed.
-        self.url = b""
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.body: list[bytes] = []
-        self.size = 0
-        # Whether the request line and headers are arriving. Their size is counted twice, each count a
-        # lower bound that never takes in body bytes: what the parser has reported (target, whole header
-        # lines), and the pieces that were head from end to end (what the parser keeps of an unfinished
-        # header it reports only when the header ends). Either over ``MAX_HEAD_BYTES`` refuses the request.
-        self.in_head = False
-        self.head_parsed = 0
-        self.head_streamed = 0
-        # Whether a request began in the piece being parsed.
-        self.began = False
         # Parsed requests not answered yet, and the task of the one whose answer waits.
         self.queue: deque[HttpRequest] = deque()
+        self.reader = RequestReader(self.queue, MAX_HEAD_BYTES, MAX_BODY_BYTES)
         self.waiting: asyncio.Task[None] | None = None
         # What ends the connection once the queue is answered (a refused request), and whether to close then.
         self.final: HttpResponse | None = None
@@ -156,26 +141,24 @@ class HttpConnection(asyncio.Protocol):
 
     def feed(self, piece: bytes | memoryview, data: bytes, start: int) -> bool:
         """Parse ``piece``, which starts at ``start`` in ``data``; whether parsing goes on."""
-        in_head = self.in_head
-        self.began = False
-        try:
-            self.parser.feed_data(piece)
-        except httptools.HttpParserUpgrade as upgrade:
+        reader = self.reader
+        outcome = reader.feed(piece)
+        if reader.continues:
+            # Each request that asked for it hears "go on" before its answer (not one refused meanwhile).
+            if self.transport is not None and not reader.refused:
+                self.transport.write(CONTINUE * reader.continues)
+            reader.continues = 0
+        if outcome == PARSED:
+            return True
+        if outcome == UPGRADED:
             # Only a stream may take the connection over; any other request is answered, then it closes.
             if self.queue:
-                self.queue[-1].rest = data[start + upgrade.args[0]:]
-            self.final = text_answer(400, "Bad Request") if not self.queue else None
+                self.queue[-1].rest = data[start + reader.upgrade_at:]
+            self.final = REFUSALS[400] if not self.queue else None
             self.closing = True
             return False
-        except httptools.HttpParserError:
-            self.final = self.final or text_answer(400, "Bad Request")
-            return False
-        if in_head and self.in_head and not self.began:
-            self.head_streamed += len(piece)
-            if self.head_streamed > MAX_HEAD_BYTES:
-                self.final = HEAD_TOO_LARGE
-                return False
-        return True
+        self.final = self.final or REFUSALS[reader.refused]
+        return False
 
     def check_idle(self) -> None:
         """Close a connection that has had nothing to do for ``KEEPALIVE_S``."""
@@ -188,70 +171,6 @@ class HttpConnection(asyncio.Protocol):
             transport.close()
         else:
             self.idle_timer = self.loop.call_later(max(KEEPALIVE_S - idle_for, 1.0), self.check_idle)
-
-    # -- parser callbacks --------------------------------------------------------------------------
-
-    def on_message_begin(self) -> None:
-        self.in_head = True
-        self.began = True
-        self.head_parsed = REQUEST_LINE_BYTES
-        self.head_streamed = 0
-        self.url = b""
-        self.headers = []
-        self.body = []
-        self.size = 0
-
-    def on_url(self, url: bytes) -> None:
-        self.url += url
-        self.head_parsed += len(url)
-        if self.head_parsed > MAX_HEAD_BYTES:
-            self.refuse_head()
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self.in_head:
-            self.headers.append((name, value))
-            self.head_parsed += len(name) + len(value) + HEADER_LINE_BYTES
-            if self.head_parsed > MAX_HEAD_BYTES:
-                self.refuse_head()
-
-    def refuse_head(self) -> None:
-        self.final = HEAD_TOO_LARGE
-        # Stop parsing: the rest of the head is not read.
-        raise httptools.HttpParserError("head too large")
-
-    def on_headers_complete(self) -> None:
-        self.in_head = False
-        for name, value in self.headers:
-            # Only two names matter here: their lengths rule out the other headers without a lowercase copy.
-            size = len(name)
-            if size == CONTENT_LENGTH_SIZE:
-                if name.lower() == b"content-length" and value.strip().isdigit() and int(value) > MAX_BODY_BYTES:
-                    self.refuse_body()
-                    return
-            elif size == EXPECT_SIZE and name.lower() == b"expect" and value.lower() == b"100-continue" \
-                    and self.transport is not None:
-                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-
-    def on_body(self, body: bytes) -> None:
-        self.size += len(body)
-        if self.size > MAX_BODY_BYTES:
-            self.refuse_body()
-            return
-        self.body.append(body)
-
-    def on_message_complete(self) -> None:
-        if self.final is not None:
-            return
-        parser = self.parser
-        request = HttpRequest(parser.get_method().decode("latin-1"), self.url, parser.get_http_version(),
-                              self.headers, b"".join(self.body) if self.body else b"")
-        request.keep_alive = parser.should_keep_alive()
-        self.queue.append(request)
-
-    def refuse_body(self) -> None:
-        self.final = text_answer(413, "Request Entity Too Large")
-        # Stop parsing: what follows is the refused body.
-        raise httptools.HttpParserError("body too large")
 
     # -- answers -----------------------------------------------------------------------------------
 

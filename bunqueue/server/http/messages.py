@@ -1,54 +1,12 @@
-"""One HTTP request as the API reads it, and one answer as the connection writes it: plain objects, no I/O."""
+"""One answer as the connection writes it: a plain object, no I/O (a request is ``bunqueue._core.httprequest``'s)."""
 from __future__ import annotations
 
 import time
 from email.utils import formatdate
 from http import HTTPStatus
-from urllib.parse import parse_qsl
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain;charset=utf-8"
-
-
-class HttpRequest:
-    """A parsed request. Header names are lowercase; a repeated header keeps its first value."""
-
-    __slots__ = ("body", "headers", "keep_alive", "method", "path", "query_string", "raw_headers", "rest", "target",
-                 "version")
-
-    def __init__(self, method: str, target: bytes, version: str, raw_headers: list[tuple[bytes, bytes]],
-                 body: bytes) -> None:
-        self.method = method
-        self.target = target
-        self.version = version
-        self.raw_headers = raw_headers
-        self.body = body
-        path, _, query = target.partition(b"?")
-        # The path as sent (percent escapes included), as the route table matches it.
-        self.path = path.decode("latin-1")
-        self.query_string = query.decode("latin-1")
-        # Built from the last header to the first, so that a repeated name keeps its first value.
-        self.headers = {name.decode("latin-1").lower(): value.decode("latin-1")
-                        for name, value in reversed(raw_headers)}
-        # Bytes that followed an upgrade request (a WebSocket's first frames): they belong to the stream.
-        self.rest = b""
-        self.keep_alive = True
-
-    def query(self) -> dict[str, list[str]]:
-        """Each query parameter with all of its values, in order (``+`` and escapes decoded)."""
-        if not self.query_string:
-            return {}
-        found: dict[str, list[str]] = {}
-        for key, value in parse_qsl(self.query_string, keep_blank_values=True):
-            found.setdefault(key, []).append(value)
-        return found
-
-    def raw(self) -> bytes:
-        """The request as it came (the same bytes but for header-name case): for a stream handler that
-        parses it again."""
-        lines = [b"%s %s HTTP/%s" % (self.method.encode(), self.target, self.version.encode())]
-        lines += [name + b": " + value for name, value in self.raw_headers]
-        return b"\r\n".join(lines) + b"\r\n\r\n" + self.body + self.rest
 
 
 class HttpResponse:

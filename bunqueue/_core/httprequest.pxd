@@ -1,0 +1,55 @@
+# HTTP/1.1 requests as one connection's bytes carry them: httptools (llhttp) finds the request line,
+# headers and body, and RequestReader, its callback target, assembles them into HttpRequest objects under
+# the limits a server sets on a request's head and body. No I/O: the connection feeds bytes in and answers
+# the requests the reader queued.
+#
+# The head is counted twice, each count a lower bound that never takes in body bytes: what the parser has
+# reported (target, whole header lines), and the pieces that were head from end to end (what the parser
+# keeps of an unfinished header it reports only when the header ends). Either over the limit refuses the
+# request (431); a declared or received body over its limit refuses it too (413).
+
+cimport cython
+
+
+@cython.final
+cdef class HttpRequest:
+    cdef public str method
+    cdef public bytes target
+    cdef public str version
+    cdef public list raw_headers
+    cdef public bytes body
+    cdef public str path
+    cdef public str query_string
+    # Header names lowercase; a repeated name keeps its first value.
+    cdef public dict headers
+    # Bytes that followed an upgrade request (a WebSocket's first frames): they belong to the stream.
+    cdef public bytes rest
+    cdef public bint keep_alive
+
+
+@cython.final
+cdef class RequestReader:
+    cdef readonly object parser
+    # Finished requests go here, in order (the connection's queue).
+    cdef object requests
+    cdef Py_ssize_t max_head
+    cdef Py_ssize_t max_body
+    # The request being parsed.
+    cdef bytes url
+    cdef list headers
+    cdef list body
+    cdef Py_ssize_t size
+    cdef bint in_head
+    cdef Py_ssize_t head_parsed
+    cdef Py_ssize_t head_streamed
+    # Whether a request began in the piece being parsed.
+    cdef bint began
+    # The status that refuses the request being read (431, 413, 400), 0 while none does.
+    cdef readonly int refused
+    # How many requests asked for "Expect: 100-continue" since the connection last answered them.
+    cdef public int continues
+    # After an upgrade request: where, in the piece last fed, the upgraded protocol's bytes begin.
+    cdef readonly Py_ssize_t upgrade_at
+
+    cdef int _refuse_head(self) except -1
+    cdef int _refuse_body(self) except -1
