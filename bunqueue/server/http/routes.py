@@ -7,6 +7,7 @@ either builds a command (`Route.build`) or names a special answer that the appli
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -55,8 +56,17 @@ def _name_or_default(value: Any) -> str:
     return value if isinstance(value, str) else "default"
 
 
+_PUSH_FIELD_ORDER = {name: i for i, name in enumerate(PUSH_FIELDS)}
+
+
 def _push(p: dict[str, str], q: Query, b: Body) -> Command:
-    cmd = {"cmd": "PUSH", "queue": p["q"], "name": _name_or_default(b.get("name")), **pick(b, *PUSH_FIELDS)}
+    cmd = {"cmd": "PUSH", "queue": p["q"], "name": _name_or_default(b.get("name"))}
+    # The hot route: a push body carries a few of the fields, so look up those it has (in the fields' order).
+    fields = [name for name in b if name in _PUSH_FIELD_ORDER]
+    if len(fields) > 1:
+        fields.sort(key=_PUSH_FIELD_ORDER.__getitem__)
+    for name in fields:
+        cmd[name] = b[name]
     if "maxAttempts" not in b and "attempts" in b:
         cmd["maxAttempts"] = b["attempts"]
     return cmd
@@ -279,13 +289,20 @@ def decode(text: str) -> str:
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     """The first route for the method and path, with its parameters (decoded where the route says)."""
+    found = _matched(method, path)
+    return None if found is None else (found[0], dict(found[1]))
+
+
+# Clients call the same few paths over and over (a producer pushes to its queue): the answers are kept.
+@functools.lru_cache(maxsize=4096)
+def _matched(method: str, path: str) -> tuple[Route, tuple[tuple[str, str], ...]] | None:
     for route, regex in _TABLE.get((method, _first_segment(path)), ()):
         found = regex.match(path)
         if found is not None:
             params = found.groupdict()
             for name in route.decoded:
                 params[name] = decode(params[name])
-            return route, params
+            return route, tuple(params.items())
     return None
 
 
