@@ -23,7 +23,7 @@ from bunqueue.broker.engine import Engine
 from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.encoding import TooDeep, json_bytes, loads
-from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, HttpResponse
+from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, FixedHeaders, HttpResponse
 from bunqueue.server.http.uifiles import UiFiles, is_ui_path
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import check_token
@@ -46,6 +46,10 @@ STREAM = StreamRequest()
 Answer = HttpResponse | Awaitable[HttpResponse] | StreamRequest
 
 
+DEBUG_ROUTES = frozenset({("POST", "/gc"), ("GET", "/heapstats")})
+DEBUG_PATHS = frozenset(path for _, path in DEBUG_ROUTES)
+
+
 def is_stream_path(path: str) -> bool:
     return path in ("/ws", "/events") or path.startswith(("/ws/", "/events/"))
 
@@ -64,8 +68,8 @@ class HttpApi:
         self.rate_limit = rate_limit
         self.rate_window_ms = rate_window_ms
         self.limiters: dict[str, RequestRateLimiter] = {}
-        self.cors = {"Access-Control-Allow-Origin": cors_origins}
-        self.preflight = {"Access-Control-Allow-Origin": cors_origins, **PREFLIGHT_HEADERS}
+        self.cors = FixedHeaders({"Access-Control-Allow-Origin": cors_origins})
+        self.preflight = FixedHeaders({"Access-Control-Allow-Origin": cors_origins, **PREFLIGHT_HEADERS})
         # Refusals are told to the event streams (ratelimit:hit, auth:failed) while one is open.
         self.engine = engine
         self.ui = UiFiles(auth=bool(tokens))
@@ -113,7 +117,7 @@ class HttpApi:
         if path in HEALTH_PATHS:
             return self.health(path)
         headers = request.headers
-        if (method, path) in (("POST", "/gc"), ("GET", "/heapstats")):
+        if path in DEBUG_PATHS and (method, path) in DEBUG_ROUTES:
             if not self.authorized(headers.get("authorization")):
                 return self.error("Unauthorized", 401, cors=False)
             return self._debug(path)

@@ -1,6 +1,7 @@
 """One answer as the connection writes it: a plain object, no I/O (a request is ``bunqueue._core.httprequest``'s)."""
 from __future__ import annotations
 
+import itertools
 import time
 from email.utils import formatdate
 from http import HTTPStatus
@@ -23,10 +24,13 @@ class HttpResponse:
     def message(self, keep_alive: bool, version: str, with_body: bool) -> bytes:
         """The status line and headers, then the body unless ``with_body`` is false (a HEAD request)."""
         headers = self.headers
-        key = (self.status, self.content_type, tuple(headers.items()) if headers else None)
+        if type(headers) is FixedHeaders:
+            key: HeadKey = (self.status, self.content_type, headers.serial)
+        else:
+            key = (self.status, self.content_type, tuple(headers.items()) if headers else None)
         parts = _HEADS.get(key)
         if parts is None:
-            parts = _head_parts(*key)
+            parts = _head_parts(self.status, self.content_type, tuple(headers.items()) if headers else None)
             if len(_HEADS) < MAX_CACHED_HEADS:
                 _HEADS[key] = parts
         start, end = parts
@@ -38,9 +42,20 @@ class HttpResponse:
         return b"".join((start, b"%d" % len(body), end, http_date(), tail, body if with_body else b""))
 
 
+class FixedHeaders(dict[str, str]):
+    """Headers that many answers share and nobody changes (the API's CORS headers): their heads are found by
+    a number of their own instead of by their items, which would be copied and hashed for every answer."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__(headers)
+        self.serial = next(_serials)
+
+
+_serials = itertools.count()
+
 # What a head holds besides its Content-Length value and its Date and Connection headers, made once for
 # each status, content type and extra headers (a few dozen kinds in all; past the bound, made each time).
-HeadKey = tuple[int, str | None, tuple[tuple[str, str], ...] | None]
+HeadKey = tuple[int, str | None, tuple[tuple[str, str], ...] | int | None]
 _HEADS: dict[HeadKey, tuple[bytes, bytes | None]] = {}
 MAX_CACHED_HEADS = 256
 _CLOSE = b"Connection: close\r\n\r\n"
