@@ -38,27 +38,27 @@ class MinuteSeries:
         self.minute_end = -1.0
         self.buckets: dict[int, int] = {}
 
-    def add(self, now: float) -> None:
-        self.total += 1
+    def add(self, now: float, n: int = 1) -> None:
+        self.total += n
         if now < self.minute_end:
-            self.current += 1
+            self.current += n
         else:
-            self._open(now)
+            self._open(now, n)
         self.prev_ts = now
         self.prev_count = self.current
 
-    def _open(self, now: float) -> None:
+    def _open(self, now: float, n: int) -> None:
         minute = int(now // MINUTE_MS)
         if minute < self.minute:
             # The clock stepped back: count it in the open minute rather than rewrite history.
-            self.current += 1
+            self.current += n
             return
         buckets = self.buckets
         if self.current:
             buckets[self.minute] = self.current
         self.minute = minute
         self.minute_end = float((minute + 1) * MINUTE_MS)
-        self.current = 1
+        self.current = n
         cutoff = minute - MAX_MINUTE_POINTS + 1
         while buckets:
             oldest = next(iter(buckets))
@@ -247,11 +247,11 @@ class Counters:
         qc = self.queues.get(queue) or self.queue(queue)
         qc.events += n
 
-    def on_completed(self, queue: str, now: float) -> None:
-        self.completed += 1
+    def on_completed(self, queue: str, now: float, n: int = 1) -> None:
+        self.completed += n
         qc = self.queues.get(queue) or self.queue(queue)
-        qc.events += 1
-        qc.completed.add(now)
+        qc.events += n
+        qc.completed.add(now, n)
 
     def on_failed(self, queue: str, now: float, terminal: bool) -> None:
         """A failed attempt; a retried one is two journal events (failed, retried)."""

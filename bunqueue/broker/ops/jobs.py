@@ -99,12 +99,8 @@ def ack_batch(broker: Wiring, ids: list[Any], tokens: list[Any] | None, results:
             continue
         seen.add(job_id)
         active.append((i, job))
-    ack = broker.ack
-    for i, job in active:
-        if results is None:
-            ack(job, None, False, False)
-        else:
-            ack(job, results[i], True, False)
+    broker.transitions.complete_jobs(
+        [job for _, job in active], None if results is None else [results[i] for i, _ in active], False, None)
     for i, job in requeued:
         complete_queued(broker, job, None if results is None else results[i], results is not None, False)
     if not ignored:

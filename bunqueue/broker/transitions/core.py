@@ -22,6 +22,7 @@ from bunqueue.broker.components.records import JobRecords, settle_waiters
 from bunqueue.broker.components.repeatchain import RepeatChain
 from bunqueue.broker.components.uniquekeys import PENDING, UniqueKeys
 from bunqueue.broker.session import Session
+from bunqueue.broker.states import COMPLETED, COMPLETED_NAME
 from bunqueue.broker.timers import ratelimits
 from bunqueue.broker.timers.cronregistry import is_spawned
 from bunqueue.broker.timers.deadlines import LEASES, Alarms
@@ -466,59 +467,83 @@ class TransitionCore:
 
     def complete_active(self, job: Job, result: Any, has_result: bool, remove: bool) -> None:
         """ACK of the running attempt."""
-        q = self.leave_active(job)
-        self.complete(q, job, result, has_result, remove)
+        self.complete_jobs([job], [result] if has_result else None, remove, None)
 
     def complete(self, q: QueueState, job: Job, result: Any, has_result: bool, remove: bool) -> None:
-        """Complete a job that already left active (or, for a late ACK, its queue)."""
+        """Complete a job that already left active (for a late ACK, its queue)."""
+        self.complete_jobs([job], [result] if has_result else None, remove, q)
+
+    def complete_jobs(self, jobs: list[Job], results: list[Any] | None, remove: bool, q: QueueState | None) -> None:
+        """Complete ``jobs`` in order: running attempts, each leaving active first (ACK, ACKB), or, with ``q``,
+        jobs that already left it. ``results``: one per job, None when none was sent.
+
+        This is the ACK hot path: what every job of a batch reaches is looked up once, and the completions
+        are counted once per queue.
+        """
         now = self.clock()
-        if job.unique_key is not None:
-            self.keys.release(job)
-        job_id = job.id
         records = self.records
-        if records.waiters:
-            settle_waiters(records.waiters, job_id, True)
-        if remove or job.remove_on_complete:
-            if has_result and job.parent_id is not None:
-                records.keep_for_parent(job, result)
-            records.delete(job)
-            records.add_proof(job_id)
-        else:
-            if CHECKED:
-                check_move(job, states.COMPLETED)
-            job.state = states.COMPLETED
-            job.completed_at = now
-            job.note({"state": states.COMPLETED_NAME, "timestamp": now})
-            self.store.job_changed(job)
+        store = self.store
+        events = self.events
+        dependents = self.dependents
+        retention = self.retention
+        completed = records.completed
+        has_result = results is not None
+        result = None
+        counted: dict[str, int] = {}
+        for i, job in enumerate(jobs):
+            queue = self.leave_active(job) if q is None else q
             if has_result:
-                records.results[job_id] = result
-                self.store.result_stored(job_id, result)
-            # Inline QueueState.note_completed: this is the ACK hot path.
-            q.completed[job_id] = None
-            q.n_completed += 1
-            completed = records.completed
-            completed[job_id] = None
-            if self.retention.age_ms is not None:
-                self.retention.completed(job_id, now)
-            if len(completed) > records.max_completed_jobs:
-                records.evict_completed()
-        self.counters.on_completed(job.queue, now)
-        if self.events.wanted:
-            self.events.completed(job, result, has_result)
-        if job_id in self.dependents:
-            for parked in self.deps.released_by(job_id):
-                self.promote_dependent(parked, now)
-                if self.events.notices:
-                    self.events.notify(
-                        eventnames.JOB_DEPENDENCIES_RESOLVED, {"jobId": parked.id, "queue": parked.queue})
-        if job.parent_id is not None and self.events.notices and self.flows is not None:
-            finished = self.flows.finished_flow(job.parent_id)
-            if finished is not None:
-                self.events.notify(eventnames.FLOW_COMPLETED, finished)
-        if job.repeat is not None and self.repeats is not None:
-            self.repeats.completed(job, now)
-        if job.children_ids and self.flows is not None:
-            self.flows.forget_parent(job_id)
+                result = results[i]  # type: ignore[index]
+            if job.unique_key is not None:
+                self.keys.release(job)
+            job_id = job.id
+            if records.waiters:
+                settle_waiters(records.waiters, job_id, True)
+            if remove or job.remove_on_complete:
+                if has_result and job.parent_id is not None:
+                    records.keep_for_parent(job, result)
+                records.delete(job)
+                records.add_proof(job_id)
+            else:
+                if CHECKED:
+                    check_move(job, states.COMPLETED)
+                job.state = COMPLETED
+                job.completed_at = now
+                job.note({"state": COMPLETED_NAME, "timestamp": now})
+                store.job_changed(job)
+                if has_result:
+                    records.results[job_id] = result
+                    store.result_stored(job_id, result)
+                # Inline QueueState.note_completed.
+                queue.completed[job_id] = None
+                queue.n_completed += 1
+                completed[job_id] = None
+                if retention.age_ms is not None:
+                    retention.completed(job_id, now)
+                if len(completed) > records.max_completed_jobs:
+                    records.evict_completed()
+            counted[job.queue] = counted.get(job.queue, 0) + 1
+            if events.wanted:
+                events.completed(job, result, has_result)
+            if job_id in dependents:
+                self.release_dependents(job_id, now)
+            if job.parent_id is not None and events.notices and self.flows is not None:
+                finished = self.flows.finished_flow(job.parent_id)
+                if finished is not None:
+                    events.notify(eventnames.FLOW_COMPLETED, finished)
+            if job.repeat is not None and self.repeats is not None:
+                self.repeats.completed(job, now)
+            if job.children_ids and self.flows is not None:
+                self.flows.forget_parent(job_id)
+        for name, n in counted.items():
+            self.counters.on_completed(name, now, n)
+
+    def release_dependents(self, job_id: str, now: float) -> None:
+        """The jobs whose last dependency was ``job_id`` are queued."""
+        for parked in self.deps.released_by(job_id):
+            self.promote_dependent(parked, now)
+            if self.events.notices:
+                self.events.notify(eventnames.JOB_DEPENDENCIES_RESOLVED, {"jobId": parked.id, "queue": parked.queue})
 
     def promote_dependent(self, job: Job, now: float) -> None:
         """A parked job whose last dependency completed is queued; its timeline records the state it
