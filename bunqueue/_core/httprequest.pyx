@@ -124,7 +124,8 @@ cdef class RequestReader:
             # Only two names matter here: their lengths rule out the other headers without a lowercase copy.
             size = len(name)
             if size == CONTENT_LENGTH_SIZE:
-                if name.lower() == b"content-length" and value.strip().isdigit() and int(value) > self.max_body:
+                if (name.lower() == b"content-length" and value.strip().isdigit()
+                        and int(value) > self.max_body):
                     self._refuse_body()
             elif size == EXPECT_SIZE and name.lower() == b"expect" and value.lower() == b"100-continue":
                 self.continues += 1
