@@ -492,8 +492,8 @@ class TransitionCore:
         counted: dict[str, int] = {}
         for i, job in enumerate(jobs):
             queue = self.leave_active(job) if q is None else q
-            if has_result:
-                result = results[i]  # type: ignore[index]
+            if results is not None:
+                result = results[i]
             if job.unique_key is not None:
                 self.keys.release(job)
             job_id = job.id
