@@ -220,7 +220,10 @@ class Load:
         history = self.history
         try:
             while not stop.is_set():
-                reply = await self.ask(conn, {"cmd": "PULL", "queue": CRON, "owner": "c", "timeout": 50})
+                # The target's lockTtl, as the other consumers: a cron job whose ACK a kill swallowed comes
+                # back within the run, and until it does, the cron (preventOverlap) spawns no other.
+                reply = await self.ask(conn, {"cmd": "PULL", "queue": CRON, "owner": "c", "timeout": 50,
+                                              "lockTtl": self.target.lock_ttl_ms})
                 job = reply.get("job")
                 if not job:
                     await away(reply)
