@@ -15,6 +15,6 @@ def admit_ready(
     ready_state: int,
     waiting: dict[str, Any],
     prioritized: dict[str, Any],
-    job_added: Callable[[Job], None],
+    job_added: Callable[[Job], None] | None,
     ids: list[str],
 ) -> tuple[int, int]: ...

@@ -49,8 +49,9 @@ def admit_ready(list jobs, Py_ssize_t start, dict index, ReadyQueue ready, doubl
 
     A plain job is ready at once and has no custom id, unique key, dependencies or group: it goes into
     ``index`` and ``ready``, takes ``ready_state``, the shared timeline entry ``prioritized`` or
-    ``waiting``, and is passed to ``job_added``; its id is appended to ``ids``. The caller admits the
-    job it stopped at through the full path, and counts and wakes for the ones admitted here.
+    ``waiting``, and is passed to ``job_added`` (None: a store that keeps nothing, spared a call per job);
+    its id is appended to ``ids``. The caller admits the job it stopped at through the full path, and
+    counts and wakes for the ones admitted here.
     """
     cdef Py_ssize_t i
     cdef Py_ssize_t n_prioritized = 0
@@ -68,6 +69,7 @@ def admit_ready(list jobs, Py_ssize_t start, dict index, ReadyQueue ready, doubl
             job.timeline = [prioritized]
         else:
             job.timeline = [waiting]
-        job_added(job)
+        if job_added is not None:
+            job_added(job)
         ids.append(job.id)
     return len(jobs), n_prioritized

@@ -1,4 +1,4 @@
 """Where the broker's state is kept: one small interface, several backends."""
-from bunqueue.storage.base import MemoryStore, Store
+from bunqueue.storage.base import MemoryStore, Store, job_added_hook
 
-__all__ = ["MemoryStore", "Store"]
+__all__ = ["MemoryStore", "Store", "job_added_hook"]

@@ -7,6 +7,7 @@ never waits on a disk: a durable store collects them and commits them in groups.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from bunqueue._core.jobs import Job
@@ -162,3 +163,9 @@ class MemoryStore:
 
     def load_job(self, job_id: str) -> None:
         return None
+
+
+def job_added_hook(store: Store) -> Callable[[Job], None] | None:
+    """``store.job_added``, or None where it is the memory store's no-op: a loop over a batch then spares
+    itself a call per job."""
+    return None if getattr(type(store), "job_added", None) is MemoryStore.job_added else store.job_added

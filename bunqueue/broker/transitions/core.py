@@ -32,7 +32,7 @@ from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.transitions.moves import CHECKED, check_move
 from bunqueue.monitoring.counters import Counters
-from bunqueue.storage import Store
+from bunqueue.storage import Store, job_added_hook
 
 QUEUED = (states.READY, states.DELAYED)
 # job:deduplicated's strategy: the owner's key ttl extended, or the push simply answered with the owner.
@@ -155,7 +155,7 @@ class TransitionCore:
         ids: list[str] = []
         waiting = {"state": states.WAITING, "timestamp": now}
         prioritized = {"state": states.PRIORITIZED, "timestamp": now}
-        job_added = self.store.job_added
+        job_added = job_added_hook(self.store)
         start = 0
         end = len(jobs)
         while start < end:

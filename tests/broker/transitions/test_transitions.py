@@ -227,3 +227,18 @@ def test_a_new_queue_is_announced_to_system_listeners_only_while_one_listens(wor
     world.send({"cmd": "Pause", "queue": "paused-first"})
     assert heard == [("queue:created", {"queue": "fresh"}), ("queue:created", {"queue": "paused-first"}),
                      ("queue:paused", {"queue": "paused-first"})]
+
+
+def test_a_batch_of_plain_jobs_reaches_a_store_that_keeps_them_and_spares_one_that_keeps_nothing() -> None:
+    from bunqueue.storage import MemoryStore, job_added_hook
+
+    world = World()
+    world.store.take()
+    reply = world.send({"cmd": "PUSHB", "queue": QUEUE, "jobs": [{"name": "a", "data": {}}, {"name": "b"},
+                                                                   {"name": "c", "customId": "custom-c"}]})
+    assert reply["ok"], reply
+    # The plain jobs go through the batch loop, the one with a custom id through the full path: all told.
+    assert world.store.take() == [("job_added", job_id) for job_id in reply["ids"]]
+    assert reply["ids"][2] == "custom-c"
+    assert job_added_hook(world.store) == world.store.job_added
+    assert job_added_hook(MemoryStore()) is None
