@@ -48,14 +48,17 @@ def admit_ready(list jobs, Py_ssize_t start, dict index, ReadyQueue ready, doubl
     how many of the admitted jobs have a priority).
 
     A plain job is ready at once and has no custom id, unique key, dependencies or group: it goes into
-    ``index`` and ``ready``, takes ``ready_state``, the shared timeline entry ``prioritized`` or
-    ``waiting``, and is passed to ``job_added`` (None: a store that keeps nothing, spared a call per job);
-    its id is appended to ``ids``. The caller admits the job it stopped at through the full path, and
-    counts and wakes for the ones admitted here.
+    ``index`` and ``ready``, takes ``ready_state``, a timeline of the entry ``prioritized`` or ``waiting``
+    that it shares with the others (``Job.note`` copies it before it changes), and is passed to
+    ``job_added`` (None: a store that keeps nothing, spared a call per job); its id is appended to
+    ``ids``. The caller admits the job it stopped at through the full path, and counts and wakes for the
+    ones admitted here.
     """
     cdef Py_ssize_t i
     cdef Py_ssize_t n_prioritized = 0
     cdef Job job
+    cdef list waiting_timeline = [waiting]
+    cdef list prioritized_timeline = [prioritized]
     for i in range(start, len(jobs)):
         job = <Job?>jobs[i]
         if (job.custom_id is not None or job.unique_key is not None or job.pending_deps is not None
@@ -66,9 +69,10 @@ def admit_ready(list jobs, Py_ssize_t start, dict index, ReadyQueue ready, doubl
         job.state = ready_state
         if job.priority > 0:
             n_prioritized += 1
-            job.timeline = [prioritized]
+            job.timeline = prioritized_timeline
         else:
-            job.timeline = [waiting]
+            job.timeline = waiting_timeline
+        job.timeline_shared = True
         if job_added is not None:
             job_added(job)
         ids.append(job.id)

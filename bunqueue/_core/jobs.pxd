@@ -64,6 +64,9 @@ cdef class Job:
     cdef public unsigned long long seq
     # One of the broker's home codes (ready, delayed, active, ...); public state names derive from it.
     cdef public int state
+    # Whether ``timeline`` is the list that the plain jobs of one PUSHB share until one of them changes
+    # state (``note`` copies it first): a list per job would cost an allocation and the collector's visits.
+    cdef bint timeline_shared
     # The pending-depth cap this push asked for (groupMaxSize), checked once at admission.
     cdef public object group_max_size
     # Unresolved dependency ids, or None when the job was admitted ready.

@@ -177,6 +177,9 @@ cdef class Job:
     def note(self, dict entry):
         """Add an entry to the timeline, which keeps the newest ``TIMELINE_CAP``. Entries are never changed
         once made, so one entry may be shared by the jobs of one pull."""
+        if self.timeline_shared:
+            self.timeline = list(self.timeline)
+            self.timeline_shared = False
         cdef list timeline = self.timeline
         timeline.append(entry)
         if len(timeline) > TIMELINE_CAP:

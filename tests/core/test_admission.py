@@ -80,11 +80,31 @@ def test_admit_ready_stops_at_the_first_job_that_is_not_plain() -> None:
     assert ready.pop_many(5) == [jobs[1].id, jobs[0].id]
     assert [job.state for job in jobs[:2]] == [READY, READY]
     assert jobs[0].timeline == [WAITING] and jobs[1].timeline == [PRIORITIZED]
-    # Each job has a list of its own; the entry is shared.
-    assert jobs[0].timeline is not jobs[1].timeline and jobs[0].timeline[0] is WAITING
+    assert jobs[0].timeline[0] is WAITING and jobs[1].timeline[0] is PRIORITIZED
     assert jobs[2].state == 0 and jobs[2].timeline is None
     (stop, prioritized), _, _, ids = admit(jobs, 3)
     assert (stop, prioritized) == (4, 0) and ids == [jobs[3].id]
+
+
+def test_admitted_jobs_share_a_timeline_until_one_of_them_changes_state() -> None:
+    jobs = build([{"name": "a"}, {"name": "b"}, {"name": "c", "priority": 1}, {"name": "d", "priority": 2}])
+    admit(jobs)
+    assert jobs[0].timeline is jobs[1].timeline and jobs[2].timeline is jobs[3].timeline
+    active = {"state": "active", "timestamp": NOW + 1}
+    jobs[0].note(active)
+    assert jobs[0].timeline == [WAITING, active] and jobs[1].timeline == [WAITING]
+    jobs[0].note(active)
+    assert jobs[0].timeline == [WAITING, active, active] and jobs[1].timeline == [WAITING]
+    jobs[3].note(active)
+    assert jobs[3].timeline == [PRIORITIZED, active] and jobs[2].timeline == [PRIORITIZED]
+
+
+def test_admit_ready_without_a_store_hook_admits_the_same() -> None:
+    jobs = build([{"name": "a"}, {"name": "b", "priority": 1}])
+    ids: list[str] = []
+    index: dict[str, Job] = {}
+    assert admit_ready(jobs, 0, index, ReadyQueue(), NOW, READY, WAITING, PRIORITIZED, None, ids) == (2, 1)
+    assert ids == [job.id for job in jobs] == list(index)
 
 
 def test_admit_ready_refuses_what_is_not_a_job() -> None:
@@ -133,3 +153,11 @@ def test_admit_ready_matches_job_by_job_admission(maps: list[dict[str, Any]]) ->
         admitted = job.id in index
         assert job.state == (READY if admitted else 0)
         assert job.timeline == ([PRIORITIZED if job.priority > 0 else WAITING] if admitted else None)
+    # Each admitted job's next state is its own, whichever jobs share its first entry's list.
+    for job in jobs:
+        if job.id in index:
+            job.note({"state": "active", "timestamp": NOW, "job": job.id})
+    for job in jobs:
+        if job.id in index:
+            first = PRIORITIZED if job.priority > 0 else WAITING
+            assert job.timeline == [first, {"state": "active", "timestamp": NOW, "job": job.id}]
