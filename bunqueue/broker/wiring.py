@@ -162,7 +162,8 @@ class Wiring:
     def push(self, queue: str, opts: dict[str, Any], check_size: bool = False) -> str:
         now = self.clock()
         job = self._build(opts, queue, now, False, check_size)
-        self.deps.check(job, ())
+        if job.pending_deps is not None:
+            self.deps.check(job, ())
         if job.repeat is not None:
             repeatchain.check(job, opts["repeat"], now)
         if job.group_id is not None:

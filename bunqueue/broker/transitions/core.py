@@ -78,6 +78,8 @@ class TransitionCore:
         self.groups = groups
         self.events = events
         self.store = store
+        # None for a store that keeps nothing: a push is spared the call.
+        self.job_added = job_added_hook(store)
         self.alarms = alarms
         self.counters = counters
         self.clock = clock
@@ -139,7 +141,8 @@ class TransitionCore:
             else:
                 initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
         job.timeline = [{"state": initial, "timestamp": now}]
-        self.store.job_added(job)
+        if self.job_added is not None:
+            self.job_added(job)
         self.counters.on_pushed(job.queue)
         if self.events.wanted:
             self.events.emit(job.queue, eventhub.PUSHED, job.id)
@@ -155,7 +158,7 @@ class TransitionCore:
         ids: list[str] = []
         waiting = {"state": states.WAITING, "timestamp": now}
         prioritized = {"state": states.PRIORITIZED, "timestamp": now}
-        job_added = job_added_hook(self.store)
+        job_added = self.job_added
         start = 0
         end = len(jobs)
         while start < end:
