@@ -63,5 +63,6 @@ echo "== binary wheel: build it, install it where no compiler can run, serve a r
 PYTHON="$PYTHON" bash ci/test-wheel.sh
 
 echo "== tests"
-# The editable install builds the extensions in place, so the tree under test is the one installed.
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider
+# The editable install builds the extensions in place, so the tree under test is the one installed. The
+# slowest tests are listed at the end: the run has 30 minutes on machines whose speed varies.
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=20
