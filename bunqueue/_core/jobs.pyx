@@ -573,6 +573,17 @@ cdef void _rare_options(dict opts, Job job) except *:
 
 # What a job map or a PUSH frame may hold besides its options: the fields the factory does not read.
 cdef frozenset _PLAIN_KEYS = frozenset(("name", "data", "cmd", "queue", "reqId"))
+cdef str _NAME_KEY = "name"
+cdef str _DATA_KEY = "data"
+
+
+cdef bint _only_plain_keys(dict opts):
+    """Whether ``opts`` holds no option. msgpack interns the keys it decodes, so a job map's usual two are
+    told apart by identity, before any hashing."""
+    for key in opts:
+        if key is not _NAME_KEY and key is not _DATA_KEY and key not in _PLAIN_KEYS:
+            return False
+    return True
 
 
 cdef int _read_options(dict opts, Job job, bint batch) except -1:
@@ -680,7 +691,7 @@ cdef class JobFactory:
         job.stall_count = 0
         job.state = 0
         # Most jobs send a name and data only: the ~20 other options are then not looked up one by one.
-        if not _PLAIN_KEYS.issuperset(opts):
+        if not _only_plain_keys(opts):
             _read_options(opts, job, batch)
         job.seq = self._seq = self._seq + 1
         job.id = job.custom_id if job.custom_id is not None else str(self._uuid7())

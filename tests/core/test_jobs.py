@@ -18,6 +18,18 @@ def build(opts: dict[str, Any], batch: bool = False):
     return JobFactory().build(opts, "q", NOW, batch)
 
 
+def test_a_map_of_name_and_data_takes_the_defaults_and_any_other_key_is_read_as_an_option() -> None:
+    # Keys made at run time are not the interned ones msgpack hands over: told apart by value all the same.
+    name_key, priority_key = "".join(["na", "me"]), "".join(["prior", "ity"])
+    for opts in ({"name": "n", "data": 1}, {name_key: "n", "cmd": "PUSH", "queue": "q", "reqId": "1"}):
+        plain = build(opts).to_dict()
+        assert plain["priority"] == 0 and plain["maxAttempts"] == 3 and plain["name"] == "n"
+    assert build({name_key: "n", priority_key: 5}).priority == 5
+    assert build({"data": 1, "name": "n", "delay": 10}).run_at == NOW + 10
+    with pytest.raises(CommandError):
+        build({"name": "n", 7: "x", "priority": "high"})
+
+
 def test_defaults_and_key_order() -> None:
     job = build({"name": "n", "data": {"a": 1}})
     wire = job.to_dict()
