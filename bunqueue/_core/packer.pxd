@@ -8,6 +8,9 @@
 from bunqueue._core.jobs cimport Job
 
 
+# Every method is final in packer.pyx (RowBuffer adds its own, overriding none): called directly rather than
+# through the type's table, so the C compiler inlines the byte-sized writers into the per-field code that
+# calls them dozens of times per job.
 cdef class ReplyPacker:
     cdef char *buf
     cdef Py_ssize_t length

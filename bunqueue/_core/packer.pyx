@@ -1,4 +1,5 @@
 """Replies to length-prefixed MessagePack frames, with job records written from their typed fields."""
+cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
@@ -89,6 +90,7 @@ cdef class ReplyPacker:
 
     # -- buffer ----------------------------------------------------------------------------------
 
+    @cython.final
     cdef int _reserve(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t need = self.length + extra
         cdef Py_ssize_t cap = self.capacity
@@ -104,18 +106,21 @@ cdef class ReplyPacker:
         self.capacity = cap
         return 0
 
+    @cython.final
     cdef int _put(self, const char *data, Py_ssize_t n) except -1:
         self._reserve(n)
         memcpy(self.buf + self.length, data, n)
         self.length += n
         return 0
 
+    @cython.final
     cdef int _byte(self, unsigned char b) except -1:
         self._reserve(1)
         self.buf[self.length] = <char>b
         self.length += 1
         return 0
 
+    @cython.final
     cdef int _be(self, unsigned long long value, int width) except -1:
         cdef int i
         self._reserve(width)
@@ -124,17 +129,20 @@ cdef class ReplyPacker:
         self.length += width
         return 0
 
+    @cython.final
     cdef int _begin_frame(self) except -1:
         self._reserve(4)
         self.length += 4
         return 0
 
+    @cython.final
     cdef void _seal(self, Py_ssize_t start):
         cdef unsigned long long size = self.length - start - 4
         cdef int i
         for i in range(4):
             self.buf[start + i] = <char>((size >> (8 * (3 - i))) & 0xFF)
 
+    @cython.final
     cdef bytes _end_frame(self, Py_ssize_t start):
         if start >= 0:
             self._seal(start)
@@ -150,9 +158,11 @@ cdef class ReplyPacker:
 
     # -- scalars ---------------------------------------------------------------------------------
 
+    @cython.final
     cdef int _nil(self) except -1:
         return self._byte(0xC0)
 
+    @cython.final
     cdef int _int(self, object value) except -1:
         cdef int64_t n
         cdef uint64_t u
@@ -186,17 +196,20 @@ cdef class ReplyPacker:
         self._byte(0xD3)
         return self._be(<uint64_t>n, 8)
 
+    @cython.final
     cdef int _double(self, double value) except -1:
         cdef uint64_t bits
         memcpy(&bits, &value, 8)
         self._byte(0xCB)
         return self._be(bits, 8)
 
+    @cython.final
     cdef int _number(self, double value) except -1:
         if is_wire_integer(value):
             return self._int(<long long>value)
         return self._double(value)
 
+    @cython.final
     cdef int _str(self, str value) except -1:
         cdef Py_ssize_t n
         cdef const char *data = PyUnicode_AsUTF8AndSize(value, &n)
@@ -213,6 +226,7 @@ cdef class ReplyPacker:
             self._be(n, 4)
         return self._put(data, n)
 
+    @cython.final
     cdef int _bin(self, const unsigned char[:] value) except -1:
         cdef Py_ssize_t n = value.shape[0]
         if n <= 0xFF:
@@ -228,6 +242,7 @@ cdef class ReplyPacker:
             self._put(<const char *>&value[0], n)
         return 0
 
+    @cython.final
     cdef int _header(self, Py_ssize_t n, unsigned char fix, unsigned char b16, unsigned char b32) except -1:
         if n < 16:
             return self._byte(fix | <unsigned char>n)
@@ -237,6 +252,7 @@ cdef class ReplyPacker:
         self._byte(b32)
         return self._be(n, 4)
 
+    @cython.final
     cdef int _ext(self, int code, bytes data) except -1:
         cdef Py_ssize_t n = len(data)
         if n == 1:
@@ -263,6 +279,7 @@ cdef class ReplyPacker:
 
     # -- values ----------------------------------------------------------------------------------
 
+    @cython.final
     cdef int _any(self, object value, int depth) except -1:
         cdef type t = type(value)
         if depth > MAX_DEPTH:
@@ -313,17 +330,21 @@ cdef class ReplyPacker:
             return self._any(list(value), depth)
         raise TypeError(f"cannot serialize {t.__name__!r} object")
 
+    @cython.final
     cdef int _nullable(self, double value) except -1:
         if isnan(value):
             return self._nil()
         return self._number(value)
 
+    @cython.final
     cdef int _bool(self, bint value) except -1:
         return self._byte(0xC3 if value else 0xC2)
 
+    @cython.final
     cdef int _field(self, bytes key) except -1:
         return self._put(key, len(key))
 
+    @cython.final
     cdef int _job(self, Job job, int depth) except -1:
         cdef bint has_data = job.data is not _NO_DATA
         self._byte(0xDE)
