@@ -1,4 +1,4 @@
 """Where the broker's state is kept: one small interface, several backends."""
-from bunqueue.storage.base import MemoryStore, Store, job_added_hook
+from bunqueue.storage.base import MemoryStore, Store, notice_hook
 
-__all__ = ["MemoryStore", "Store", "job_added_hook"]
+__all__ = ["MemoryStore", "Store", "notice_hook"]

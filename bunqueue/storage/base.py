@@ -165,7 +165,10 @@ class MemoryStore:
         return None
 
 
-def job_added_hook(store: Store) -> Callable[[Job], None] | None:
-    """``store.job_added``, or None where it is the memory store's no-op: a loop over a batch then spares
-    itself a call per job."""
-    return None if getattr(type(store), "job_added", None) is MemoryStore.job_added else store.job_added
+def notice_hook(store: Store, name: str) -> Callable[[Job], None] | None:
+    """The store's notice ``name`` (``job_added``, ``job_activated``, ``job_changed``), or None where it is
+    the memory store's no-op: a loop over a batch then spares itself a call per job."""
+    if getattr(type(store), name, None) is getattr(MemoryStore, name):
+        return None
+    hook: Callable[[Job], None] = getattr(store, name)
+    return hook

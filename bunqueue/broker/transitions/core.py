@@ -32,7 +32,7 @@ from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.transitions.moves import CHECKED, check_move
 from bunqueue.monitoring.counters import Counters
-from bunqueue.storage import Store, job_added_hook
+from bunqueue.storage import Store, notice_hook
 
 QUEUED = (states.READY, states.DELAYED)
 # job:deduplicated's strategy: the owner's key ttl extended, or the push simply answered with the owner.
@@ -78,8 +78,10 @@ class TransitionCore:
         self.groups = groups
         self.events = events
         self.store = store
-        # None for a store that keeps nothing: a push is spared the call.
-        self.job_added = job_added_hook(store)
+        # The notices of the hot paths, None for a store that keeps nothing: each job is spared a call.
+        self.job_added = notice_hook(store, "job_added")
+        self.job_activated = notice_hook(store, "job_activated")
+        self.job_completed = notice_hook(store, "job_changed")
         self.alarms = alarms
         self.counters = counters
         self.clock = clock
@@ -335,6 +337,7 @@ class TransitionCore:
         watch = q.stall_watch
         watch_was_empty = watch is not None and not watch
         alarms = self.alarms
+        job_activated = self.job_activated
         started: dict[str, Any] | None = None
         checked = CHECKED
         while len(out) < count:
@@ -389,7 +392,8 @@ class TransitionCore:
             if held is not None:
                 held.add(job_id)
                 job.holder = held
-            self.store.job_activated(job)
+            if job_activated is not None:
+                job_activated(job)
             out.append(job)
         if out:
             self.counters.on_pulled(q.name, len(out))
@@ -486,6 +490,9 @@ class TransitionCore:
         now = self.clock()
         records = self.records
         store = self.store
+        job_completed = self.job_completed
+        # One entry for every job of the batch, as for a pull: entries are never changed once made.
+        done = {"state": COMPLETED_NAME, "timestamp": now}
         events = self.events
         dependents = self.dependents
         retention = self.retention
@@ -512,8 +519,9 @@ class TransitionCore:
                     check_move(job, states.COMPLETED)
                 job.state = COMPLETED
                 job.completed_at = now
-                job.note({"state": COMPLETED_NAME, "timestamp": now})
-                store.job_changed(job)
+                job.note(done)
+                if job_completed is not None:
+                    job_completed(job)
                 if has_result:
                     records.results[job_id] = result
                     store.result_stored(job_id, result)

@@ -230,7 +230,7 @@ def test_a_new_queue_is_announced_to_system_listeners_only_while_one_listens(wor
 
 
 def test_a_batch_of_plain_jobs_reaches_a_store_that_keeps_them_and_spares_one_that_keeps_nothing() -> None:
-    from bunqueue.storage import MemoryStore, job_added_hook
+    from bunqueue.storage import MemoryStore, notice_hook
 
     world = World()
     world.store.take()
@@ -240,5 +240,5 @@ def test_a_batch_of_plain_jobs_reaches_a_store_that_keeps_them_and_spares_one_th
     # The plain jobs go through the batch loop, the one with a custom id through the full path: all told.
     assert world.store.take() == [("job_added", job_id) for job_id in reply["ids"]]
     assert reply["ids"][2] == "custom-c"
-    assert job_added_hook(world.store) == world.store.job_added
-    assert job_added_hook(MemoryStore()) is None
+    assert notice_hook(world.store, "job_added") == world.store.job_added
+    assert notice_hook(MemoryStore(), "job_added") is None and notice_hook(MemoryStore(), "job_changed") is None
