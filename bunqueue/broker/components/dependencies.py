@@ -24,9 +24,8 @@ class Dependencies:
         self.dependents: dict[str, set[str]] = {}
 
     def check(self, job: Job, batch_ids: Iterable[Any]) -> None:
-        """Every dependency must exist, have completed, or come in the same batch."""
-        if job.pending_deps is None:
-            return
+        """Every dependency of ``job`` (one that has ``pending_deps``) must exist, have completed, or come in
+        the same batch."""
         if job.id in job.pending_deps:
             raise CommandError(errors.cannot_depend_on_itself(job.id))
         jobs = self.records.jobs

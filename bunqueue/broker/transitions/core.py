@@ -81,7 +81,7 @@ class TransitionCore:
         # The notices of the hot paths, None for a store that keeps nothing: each job is spared a call.
         self.job_added = notice_hook(store, "job_added")
         self.job_activated = notice_hook(store, "job_activated")
-        self.job_completed = notice_hook(store, "job_changed")
+        self.job_changed = notice_hook(store, "job_changed")
         self.alarms = alarms
         self.counters = counters
         self.clock = clock
@@ -490,7 +490,7 @@ class TransitionCore:
         now = self.clock()
         records = self.records
         store = self.store
-        job_completed = self.job_completed
+        job_changed = self.job_changed
         # One entry for every job of the batch, as for a pull: entries are never changed once made.
         done = {"state": COMPLETED_NAME, "timestamp": now}
         events = self.events
@@ -520,8 +520,8 @@ class TransitionCore:
                 job.state = COMPLETED
                 job.completed_at = now
                 job.note(done)
-                if job_completed is not None:
-                    job_completed(job)
+                if job_changed is not None:
+                    job_changed(job)
                 if has_result:
                     records.results[job_id] = result
                     store.result_stored(job_id, result)

@@ -50,12 +50,13 @@ DEBUG_ROUTES = frozenset({("POST", "/gc"), ("GET", "/heapstats")})
 DEBUG_PATHS = frozenset(path for _, path in DEBUG_ROUTES)
 
 
-# What every stream path starts with: most requests are told apart from streams by this alone.
-STREAM_PREFIXES = ("/ws", "/events")
+# The stream paths and those under them; a path that does not start with one is told apart without a call.
+STREAM_PATHS = ("/ws", "/events")
+_UNDER_STREAM_PATHS = tuple(path + "/" for path in STREAM_PATHS)
 
 
 def is_stream_path(path: str) -> bool:
-    return path in ("/ws", "/events") or path.startswith(("/ws/", "/events/"))
+    return path in STREAM_PATHS or path.startswith(_UNDER_STREAM_PATHS)
 
 
 class HttpApi:
@@ -136,7 +137,7 @@ class HttpApi:
             if self.engine is not None and self.engine.hears_system_events() and not is_stream_path(path):
                 self.engine.system_event(eventnames.AUTH_FAILED, {"transport": "http"})
             return self.error("Unauthorized", 401, cors=False)
-        if path.startswith(STREAM_PREFIXES) and is_stream_path(path):
+        if path.startswith(STREAM_PATHS) and is_stream_path(path):
             return STREAM
         try:
             found = routes.match(method, path)
@@ -160,7 +161,7 @@ class HttpApi:
 
     def reply(self, route: routes.Route, reply: Reply) -> HttpResponse:
         reply.pop("reqId", None)
-        return HttpResponse(routes.status_for(route, reply), json_bytes(reply), JSON_TYPE, self.cors)
+        return self.json(reply, routes.status_for(route, reply))
 
     async def _reply_later(self, route: routes.Route, pending: Awaitable[Reply]) -> HttpResponse:
         return self.reply(route, await pending)

@@ -14,6 +14,7 @@ from bunqueue.broker import states
 from bunqueue.broker.recovery import restore
 from bunqueue.broker.timers.deadlines import LEASES, STALLS, TIMEOUTS
 from bunqueue.broker.timers.stalls import STALL_CONFIRM_MS
+from bunqueue.storage import MemoryStore, notice_hook
 from bunqueue.storage.schema import Snapshot
 
 # Exponential backoff after the first failure: base * 2 with +-50 % jitter.
@@ -230,8 +231,6 @@ def test_a_new_queue_is_announced_to_system_listeners_only_while_one_listens(wor
 
 
 def test_a_batch_of_plain_jobs_reaches_a_store_that_keeps_them_and_spares_one_that_keeps_nothing() -> None:
-    from bunqueue.storage import MemoryStore, notice_hook
-
     world = World()
     world.store.take()
     reply = world.send({"cmd": "PUSHB", "queue": QUEUE, "jobs": [{"name": "a", "data": {}}, {"name": "b"},
