@@ -6,6 +6,7 @@ from typing import Any
 import msgpack
 
 from bunqueue import errors
+from bunqueue._core.unpacker import RequestUnpacker
 from bunqueue.errors import BadFrame
 
 __all__ = ["PAYLOAD_FIELDS", "UNDEFINED", "BadFrame", "decode_command", "ext_hook", "without_undefined"]
@@ -20,34 +21,30 @@ UNDEFINED = msgpack.ExtType(0, b"\x00")
 PAYLOAD_FIELDS = frozenset({"data", "result", "results", "progress", "message", "error"})
 
 
-# Set by the ext hook, so that only a frame that holds an `undefined` pays for a walk of its maps. Frames
-# are decoded on the event loop's thread only, one at a time, so one flag serves every connection.
-_seen = [False]
-
-
 def ext_hook(code: int, data: bytes) -> Any:
-    """The ``ext_hook`` for ``msgpack.unpackb``: type 0 is ``UNDEFINED``, other types stay ``ExtType``."""
+    """The ``ext_hook`` for ``msgpack.unpackb`` where a body is read outside the server's request path
+    (stored rows): type 0 is ``UNDEFINED``, other types stay ``ExtType``."""
     if code == 0:
-        _seen[0] = True
         return UNDEFINED
     return msgpack.ExtType(code, data)
 
 
-_unpackb = msgpack.unpackb
+# Frames are decoded on the event loop's thread only, one at a time, so one reader (and its table of short
+# strings) serves every connection.
+_reader = RequestUnpacker(UNDEFINED, msgpack.ExtType, msgpack.Timestamp)
+_unpack = _reader.unpack
 
 
 def decode_command(body: bytes) -> dict[str, Any]:
     """The request map of a frame, with every option sent as JS ``undefined`` left out (``without_undefined``)."""
-    seen = _seen
-    seen[0] = False
     try:
-        value = _unpackb(body, raw=False, strict_map_key=False, ext_hook=ext_hook)
+        value = _unpack(body)
     except Exception:
         # msgpackr reads the never-used byte 0xc1 as a value, so the reference answers "Invalid command".
         raise BadFrame(errors.INVALID_COMMAND if body == b"\xc1" else errors.INVALID_COMMAND_FORMAT) from None
     if type(value) is not dict:
         raise BadFrame(errors.INVALID_COMMAND_FORMAT if value is None else errors.INVALID_COMMAND)
-    if seen[0]:
+    if _reader.saw_undefined:
         return without_undefined(value)
     return value
 

@@ -1,0 +1,6 @@
+from typing import Any
+
+class RequestUnpacker:
+    saw_undefined: bool
+    def __init__(self, undefined: Any, ext_type: Any, timestamp_type: Any) -> None: ...
+    def unpack(self, body: bytes | bytearray | memoryview) -> Any: ...
