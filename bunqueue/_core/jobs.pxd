@@ -5,6 +5,8 @@
 # admission. `bunqueue._core.packer` writes its wire form (the reference's keys, in the reference's order)
 # straight from these fields; `to_dict()` builds the same thing as a dict for the rare paths that need one.
 
+from bunqueue._core.uuidv7 cimport UuidV7Source
+
 
 cdef class Job:
     # -- the wire fields, in wire order ----------------------------------------------------------
@@ -79,7 +81,8 @@ cdef class Job:
 cdef class JobFactory:
     # The only source of job ids and admission sequence numbers.
     cdef unsigned long long _seq
-    cdef object _uuid7
+    # Job ids (increasing, so FIFO ties and clients' sorting by id follow push order) and tokens.
+    cdef UuidV7Source _ids
 
     cpdef Job build(self, dict opts, str queue, double now, bint batch)
     cpdef str new_token(self)

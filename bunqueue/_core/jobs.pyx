@@ -6,9 +6,8 @@ import re
 cimport cython
 from libc.math cimport NAN, ceil, floor, isfinite, isnan
 
+from bunqueue._core.uuidv7 cimport UuidV7Source
 from bunqueue._core.wire cimport is_wire_integer
-
-from uuid_utils import uuid7
 
 from bunqueue import errors
 from bunqueue.errors import CommandError
@@ -647,9 +646,9 @@ cdef int _read_options(dict opts, Job job, bint batch) except -1:
 cdef class JobFactory:
     """Builds validated job records. One per broker: it owns the id and sequence sources."""
 
-    def __init__(self):
+    def __cinit__(self):
         self._seq = 0
-        self._uuid7 = uuid7
+        self._ids = UuidV7Source()
 
     def resume_after(self, unsigned long long seq):
         """Continue admission numbers after those of jobs read back from storage."""
@@ -657,7 +656,7 @@ cdef class JobFactory:
             self._seq = seq
 
     cpdef str new_token(self):
-        return str(self._uuid7())
+        return self._ids.token()
 
     def next_seq(self):
         """A sequence number after every job admitted so far: a promoted job queues behind them."""
@@ -694,5 +693,5 @@ cdef class JobFactory:
         if not _only_plain_keys(opts):
             _read_options(opts, job, batch)
         job.seq = self._seq = self._seq + 1
-        job.id = job.custom_id if job.custom_id is not None else str(self._uuid7())
+        job.id = job.custom_id if job.custom_id is not None else self._ids.job_id()
         return job
