@@ -34,6 +34,9 @@ def _compiled() -> list[str]:
     return sorted(_module_name(path) for path in PACKAGE.rglob("*.pyx"))
 
 
+COMPILED = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.pyx"))}
+
+
 def _resolve(module: str, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
@@ -44,29 +47,40 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(module: str) -> set[str]:
-    """Every bunqueue module that ``module`` imports anywhere in its source."""
-    tree = ast.parse(MODULES[module].read_text())
-    found: set[str] = set()
-    for node in ast.walk(tree):
+# A compiled module's imports, read from its Cython source (absolute imports only, as its header has them).
+_PYX_IMPORT = re.compile(r"^from\s+(bunqueue[\w.]*)\s+c?import\s+([\w, ]+)$|^import\s+(bunqueue[\w.]*)", re.M)
+
+
+def _imported_names(module: str) -> list[str]:
+    if module not in MODULES:
+        names = []
+        for target, items, plain in _PYX_IMPORT.findall(COMPILED[module].read_text()):
+            names += [plain] if plain else [f"{target}.{item.strip()}" for item in items.split(",")] + [target]
+        return names
+    names = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(module, node)
-            names = [f"{target}.{alias.name}" for alias in node.names] + [target]
-        else:
-            continue
-        for name in names:
-            # `from pkg import mod` names the submodule; `from mod import thing` names the module.
-            while name and name not in MODULES:
-                name = name.rpartition(".")[0]
-            if name.startswith("bunqueue") and name != module:
-                found.add(name)
+            names += [f"{target}.{alias.name}" for alias in node.names] + [target]
+    return names
+
+
+def _imports(module: str) -> set[str]:
+    """Every bunqueue module that ``module`` imports anywhere in its source."""
+    found: set[str] = set()
+    for name in _imported_names(module):
+        # `from pkg import mod` names the submodule; `from mod import thing` names the module.
+        while name and name not in MODULES and name not in COMPILED:
+            name = name.rpartition(".")[0]
+        if name.startswith("bunqueue") and name != module:
+            found.add(name)
     return found
 
 
 def _graph() -> dict[str, set[str]]:
-    return {module: _imports(module) for module in MODULES}
+    return {module: _imports(module) for module in [*MODULES, *COMPILED]}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -394,3 +408,8 @@ def test_every_test_folder_is_a_package() -> None:
     folders = {TESTS} | {TESTS / folder for folder in _test_folders()}
     folders |= {parent for folder in folders for parent in folder.parents if TESTS in parent.parents}
     assert not sorted(str(f.relative_to(TESTS.parent)) for f in folders if not (f / "__init__.py").exists())
+
+
+def test_the_graph_reads_a_compiled_modules_imports() -> None:
+    imports = _imports("bunqueue.broker.transitions.completion")
+    assert {"bunqueue._core.jobs", "bunqueue.broker.transitions.moves", "bunqueue.broker.components.records"} <= imports

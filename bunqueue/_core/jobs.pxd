@@ -77,6 +77,9 @@ cdef class Job:
     # or None when detached.
     cdef public object holder
 
+    # Adds a timeline entry (the newest TIMELINE_CAP are kept); compiled transitions call it directly.
+    cpdef note(self, dict entry)
+
 
 cdef class JobFactory:
     # The only source of job ids and admission sequence numbers.

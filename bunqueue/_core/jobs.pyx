@@ -173,7 +173,7 @@ cdef class Job:
     def __repr__(self):
         return f"<Job {self.id} queue={self.queue} state={self.state}>"
 
-    def note(self, dict entry):
+    cpdef note(self, dict entry):
         """Add an entry to the timeline, which keeps the newest ``TIMELINE_CAP``. Entries are never changed
         once made, so one entry may be shared by the jobs of one pull."""
         if self.timeline_shared:

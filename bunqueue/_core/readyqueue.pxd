@@ -20,5 +20,7 @@ from bunqueue._core.heap cimport IndexedHeap, ReadyEntry
 cdef class ReadyQueue(IndexedHeap):
     # `push` for compiled callers (batch admission): the same checks, no Python call.
     cdef int add(self, str job_id, double priority, bint lifo, double run_at, uint64_t seq) except -1
+    # The best job id, removed, or None when empty; compiled activation calls it directly.
+    cpdef object pop(self)
     # Removes the entry at `pos`, frees its slot and returns its job id.
     cdef object _remove_at(self, Py_ssize_t pos)

@@ -43,7 +43,7 @@ cdef class ReadyQueue(IndexedHeap):
         sift_up(<ReadyEntry*>self._entries, self._position_of_slot, self._size - 1)
         return 0
 
-    def pop(self):
+    cpdef object pop(self):
         """Remove and return the best job id, or None when empty."""
         if self._size == 0:
             return None

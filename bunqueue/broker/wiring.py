@@ -17,6 +17,7 @@ No sockets, no awaits: every method runs to completion, so the event loop is the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from bunqueue import errors
@@ -55,6 +56,7 @@ from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
 from bunqueue.broker.transitions import FAILED, Transitions
+from bunqueue.broker.transitions.activation import activate
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import MemoryStore, Store
@@ -111,7 +113,7 @@ class Wiring:
         # A repeating job's successor goes through PUSH's own path, checks included.
         self.repeats = t.repeats = repeatchain.RepeatChain(self.push)
         # The per-job commands go straight to their transition: no layer in between on the hot path.
-        self.pull = t.activate
+        self.pull = partial(activate, t)
         self.ack = t.complete_active
         self.queue = self.queues.of
         self._admit = t.admit

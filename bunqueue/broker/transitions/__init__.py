@@ -36,7 +36,9 @@ differences are written once, in ``lose_attempt`` and its two halves.
 
 ``core.TransitionCore`` holds the components transitions touch and makes the moves every path shares
 (admission, activation, completion, requeueing, removal); ``failures.Transitions`` adds the paths of an
-attempt that does not end in an ACK (``lose_attempt``, retries, the DLQ, the deadline handlers).
+attempt that does not end in an ACK (``lose_attempt``, retries, the DLQ, the deadline handlers). The
+per-job halves of PULL and ACK are compiled: ``activation.activate`` (bound as the broker's ``pull``) and
+``completion`` (``leave_active``, ``complete_jobs``), which type the job record and read its fields directly.
 
 Every method runs to completion without yielding, so each transition is atomic with respect to every
 other command: the event loop is the lock.

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue._core.admission import admit_ready
-from bunqueue._core.groups import GroupClaim
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import states
@@ -18,18 +17,18 @@ from bunqueue.broker.components.deadletters import DeadLetters
 from bunqueue.broker.components.dependencies import Dependencies
 from bunqueue.broker.components.flowpolicy import FlowPolicies
 from bunqueue.broker.components.queues import Queues, QueueState
-from bunqueue.broker.components.records import JobRecords, settle_waiters
+from bunqueue.broker.components.records import JobRecords
 from bunqueue.broker.components.repeatchain import RepeatChain
 from bunqueue.broker.components.uniquekeys import PENDING, UniqueKeys
 from bunqueue.broker.session import Session
-from bunqueue.broker.states import COMPLETED, COMPLETED_NAME
 from bunqueue.broker.timers import ratelimits
 from bunqueue.broker.timers.cronregistry import is_spawned
-from bunqueue.broker.timers.deadlines import LEASES, Alarms
+from bunqueue.broker.timers.deadlines import Alarms
 from bunqueue.broker.timers.groupcontrols import GroupControls
 from bunqueue.broker.timers.retention import CompletedRetention
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
+from bunqueue.broker.transitions.completion import complete_jobs, leave_active
 from bunqueue.broker.transitions.moves import CHECKED, check_move
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import Store, notice_hook
@@ -90,8 +89,8 @@ class TransitionCore:
         # Applies a child's failure policy to its parent (set by the broker; see components.flowpolicy).
         self.flows: FlowPolicies | None = None
         # The per-job deadline heaps, bound here so that leaving active checks them cheaply.
-        self._stall_checks = stalls.exact
-        self._timeout_deadlines = timeouts.deadlines
+        self.stall_checks = stalls.exact
+        self.timeout_deadlines = timeouts.deadlines
 
     # -- into the queue ------------------------------------------------------------------------------
 
@@ -307,135 +306,10 @@ class TransitionCore:
 
     # -- active ----------------------------------------------------------------------------------------
 
-    def activate(
-        self,
-        q: QueueState,
-        count: int,
-        session: Session | None,
-        owner: str | None,
-        lock_ttl: float,
-        detach: bool,
-        claim: GroupClaim | None = None,
-    ) -> tuple[list[Job], list[str] | None]:
-        """PULL: up to ``count`` ready jobs become active; with an owner each gets a lease token.
-
-        ``claim``: the pull's group defaults and lane affinity (``group``), if it carries any.
-        """
-        tokens: list[str] | None = [] if owner is not None else None
-        if q.paused:
-            return [], tokens
-        now = self.clock()
-        due = q.delayed.peek_time()
-        if due is not None and due <= now:
-            self.promote_due(q, now)
-        if q.limits is not None:
-            count = ratelimits.admit(self.limit_controls, q, count, now)
-        out: list[Job] = []
-        jobs = self.jobs
-        ready = q.ready
-        held = session.held if session is not None and (owner is not None or not detach) else None
-        watch = q.stall_watch
-        watch_was_empty = watch is not None and not watch
-        alarms = self.alarms
-        job_activated = self.job_activated
-        started: dict[str, Any] | None = None
-        checked = CHECKED
-        while len(out) < count:
-            # Most pulls name no group: the ungrouped heap first, without a call to learn that.
-            job_id = ready.pop() if claim is None else None
-            if job_id is None:
-                job_id = q.pop_ready(now, claim)
-                if job_id is None:
-                    if q.groups.retry_at:
-                        # Every lane with jobs is held back by a window or deadline: wake long-pollers then.
-                        self.groups.wait(q.name, q.groups.retry_at)
-                    break
-            job = jobs[job_id]
-            # QueueState.took, inlined: this runs once for every pulled job.
-            if job.priority > 0:
-                q.n_prioritized -= 1
-            else:
-                q.n_waiting -= 1
-            ttl = job.ttl
-            if ttl is not None and now > job.created_at + ttl:
-                # Past its ttl: dropped when a pull meets it, never delivered, no DLQ.
-                if job.group_id is not None:
-                    q.groups.unclaim(job.group_id, now)
-                self.remove(job)
-                if self.events.notices:
-                    self.events.notify(eventnames.JOB_EXPIRED, {
-                        "queue": q.name, "jobId": job_id, "ttl": ttl, "age": now - job.created_at})
-                continue
-            if checked:
-                check_move(job, states.ACTIVE)
-            job.state = states.ACTIVE
-            job.started_at = now
-            job.last_heartbeat = now
-            # One entry for every job of this pull: entries are never changed once made.
-            if started is None:
-                started = {"state": states.ACTIVE_NAME, "timestamp": now}
-            job.note(started)
-            q.n_active += 1
-            q.active[job_id] = None
-            if job.stall_timeout is None:
-                if watch is not None:
-                    watch[job_id] = None
-            elif watch is not None:
-                self.stalls.watch_job(job, now)
-            if job.timeout:
-                self.timeouts.started(job, now)
-            if tokens is not None:
-                token = self.factory.new_token()
-                self.leases.grant(job_id, token, owner, now, lock_ttl)
-                tokens.append(token)
-                alarms.arm(LEASES, now + lock_ttl)
-            if held is not None:
-                held.add(job_id)
-                job.holder = held
-            if job_activated is not None:
-                job_activated(job)
-            out.append(job)
-        if out:
-            self.counters.on_pulled(q.name, len(out))
-            if self.events.wanted:
-                for job in out:
-                    self.events.emit(q.name, eventhub.PULLED, job.id)
-            if len(out) > 1 and self.events.notices:
-                self.events.notify(eventnames.BATCH_PULLED, {"queue": q.name, "count": len(out)})
-            if q.limits is not None:
-                ratelimits.took(q, len(out))
-            if watch_was_empty and watch:
-                self.stalls.watch_queue(q, now)
-        return out, tokens
-
     def leave_active(self, job: Job) -> QueueState:
-        """The one way out of active: lease, holder, counters, stall and timeout checks, unique key."""
-        self.leases.release(job.id)
-        holder = job.holder
-        if holder is not None:
-            holder.discard(job.id)
-            job.holder = None
-        q = self.queues[job.queue]
-        q.n_active -= 1
-        job_id = job.id
-        del q.active[job_id]
-        watch = q.stall_watch
-        if watch:
-            watch.pop(job_id, None)
-        if self._stall_checks:
-            self.stalls.forget(job_id)
-        if self._timeout_deadlines:
-            self.timeouts.forget(job_id)
-        # Every way out of active frees the job's unique key, as in the reference (a retry included).
-        if job.unique_key is not None:
-            self.keys.release(job)
-        limited = q.limits
-        if limited is not None and limited.concurrency is not None and q.waiters:
-            # A concurrency slot opened.
-            q.wake(1)
-        if job.group_id is not None and q.groups.release(job.group_id, self.clock()) and q.waiters:
-            # The group has jobs waiting and one slot fewer taken: a pull may now claim from it.
-            q.wake(1)
+        """The one way out of active: lease, holder, counters, stall and timeout checks, unique key
+        (compiled: ``completion.leave_active``)."""
+        q: QueueState = leave_active(self, job)
         return q
 
     def stop_running(self, job: Job) -> QueueState:
@@ -474,80 +348,20 @@ class TransitionCore:
 
     def complete_active(self, job: Job, result: Any, has_result: bool, remove: bool) -> None:
         """ACK of the running attempt."""
-        self.complete_jobs([job], [result] if has_result else None, remove, None)
+        complete_jobs(self, [job], [result] if has_result else None, remove, None)
 
     def complete(self, q: QueueState, job: Job, result: Any, has_result: bool, remove: bool) -> None:
         """Complete a job that already left active (for a late ACK, its queue)."""
-        self.complete_jobs([job], [result] if has_result else None, remove, q)
+        complete_jobs(self, [job], [result] if has_result else None, remove, q)
 
     def complete_jobs(self, jobs: list[Job], results: list[Any] | None, remove: bool, q: QueueState | None) -> None:
         """Complete ``jobs`` in order: running attempts, each leaving active first (ACK, ACKB), or, with ``q``,
         jobs that already left it. ``results``: one per job, None when none was sent.
 
-        This is the ACK hot path: what every job of a batch reaches is looked up once, and the completions
-        are counted once per queue.
+        This is the ACK hot path, compiled (``completion.complete_jobs``): what every job of a batch reaches
+        is looked up once, and the completions are counted once per queue.
         """
-        now = self.clock()
-        records = self.records
-        store = self.store
-        job_changed = self.job_changed
-        # One entry for every job of the batch, as for a pull: entries are never changed once made.
-        done = {"state": COMPLETED_NAME, "timestamp": now}
-        events = self.events
-        dependents = self.dependents
-        retention = self.retention
-        completed = records.completed
-        has_result = results is not None
-        result = None
-        counted: dict[str, int] = {}
-        for i, job in enumerate(jobs):
-            queue = self.leave_active(job) if q is None else q
-            if results is not None:
-                result = results[i]
-            if job.unique_key is not None:
-                self.keys.release(job)
-            job_id = job.id
-            if records.waiters:
-                settle_waiters(records.waiters, job_id, True)
-            if remove or job.remove_on_complete:
-                if has_result and job.parent_id is not None:
-                    records.keep_for_parent(job, result)
-                records.delete(job)
-                records.add_proof(job_id)
-            else:
-                if CHECKED:
-                    check_move(job, states.COMPLETED)
-                job.state = COMPLETED
-                job.completed_at = now
-                job.note(done)
-                if job_changed is not None:
-                    job_changed(job)
-                if has_result:
-                    records.results[job_id] = result
-                    store.result_stored(job_id, result)
-                # Inline QueueState.note_completed.
-                queue.completed[job_id] = None
-                queue.n_completed += 1
-                completed[job_id] = None
-                if retention.age_ms is not None:
-                    retention.completed(job_id, now)
-                if len(completed) > records.max_completed_jobs:
-                    records.evict_completed()
-            counted[job.queue] = counted.get(job.queue, 0) + 1
-            if events.wanted:
-                events.completed(job, result, has_result)
-            if job_id in dependents:
-                self.release_dependents(job_id, now)
-            if job.parent_id is not None and events.notices and self.flows is not None:
-                finished = self.flows.finished_flow(job.parent_id)
-                if finished is not None:
-                    events.notify(eventnames.FLOW_COMPLETED, finished)
-            if job.repeat is not None and self.repeats is not None:
-                self.repeats.completed(job, now)
-            if job.children_ids and self.flows is not None:
-                self.flows.forget_parent(job_id)
-        for name, n in counted.items():
-            self.counters.on_completed(name, now, n)
+        complete_jobs(self, jobs, results, remove, q)
 
     def release_dependents(self, job_id: str, now: float) -> None:
         """The jobs whose last dependency was ``job_id`` are queued."""

@@ -1,0 +1,6 @@
+from typing import Any
+
+from bunqueue._core.jobs import Job
+
+def leave_active(core: Any, job: Job) -> Any: ...
+def complete_jobs(core: Any, jobs: list[Job], results: list[Any] | None, remove: bool, q: Any) -> None: ...
