@@ -57,6 +57,7 @@ from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
 from bunqueue.broker.transitions import FAILED, Transitions
 from bunqueue.broker.transitions.activation import activate
+from bunqueue.broker.transitions.completion import complete_active
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import MemoryStore, Store
@@ -114,7 +115,7 @@ class Wiring:
         self.repeats = t.repeats = repeatchain.RepeatChain(self.push)
         # The per-job commands go straight to their transition: no layer in between on the hot path.
         self.pull = partial(activate, t)
-        self.ack = t.complete_active
+        self.ack = partial(complete_active, t)
         self.queue = self.queues.of
         self._admit = t.admit
 

@@ -51,10 +51,19 @@ def leave_active(core, Job job not None):
     return _leave(core, core.leases, core.queues, job)
 
 
+def complete_active(core, Job job not None, result, bint has_result, bint remove):
+    """ACK of ``job``'s running attempt (bound as the broker's ``ack``: no Python frame in between)."""
+    _complete_jobs(core, [job], [result] if has_result else None, remove, None)
+
+
 def complete_jobs(core, list jobs not None, list results, bint remove, q):
     """Complete ``jobs`` in order: running attempts, each leaving active first (ACK, ACKB), or, with ``q``,
     jobs that already left it. ``results``: one per job, None when none was sent. What every job of the
     batch reaches is looked up once, and the completions are counted once per queue."""
+    _complete_jobs(core, jobs, results, remove, q)
+
+
+cdef _complete_jobs(core, list jobs, list results, bint remove, q):
     cdef Py_ssize_t i
     cdef Job job
     cdef double now = core.clock()

@@ -346,10 +346,6 @@ class TransitionCore:
 
     # -- completion ----------------------------------------------------------------------------------
 
-    def complete_active(self, job: Job, result: Any, has_result: bool, remove: bool) -> None:
-        """ACK of the running attempt."""
-        complete_jobs(self, [job], [result] if has_result else None, remove, None)
-
     def complete(self, q: QueueState, job: Job, result: Any, has_result: bool, remove: bool) -> None:
         """Complete a job that already left active (for a late ACK, its queue)."""
         complete_jobs(self, [job], [result] if has_result else None, remove, q)
