@@ -56,6 +56,8 @@ cdef inline void put_byte(Py_UCS1* out, uint64_t word, int shift) noexcept:
 
 cdef str format_uuid(uint64_t high, uint64_t low):
     """The canonical 8-4-4-4-12 lowercase form of the UUID whose big-endian halves are high and low."""
+    # Written out byte by byte: every offset and shift a constant, once per job (a loop over an offset
+    # table measured 116 -> 137 ns per id).
     cdef str text = PyUnicode_New(36, 127)
     cdef Py_UCS1* out = PyUnicode_1BYTE_DATA(text)
     put_byte(out, high, 56)

@@ -1,9 +1,10 @@
 # cython: freethreading_compatible = False
 """Activation, compiled: the per-job half of every PULL and PULLB.
 
-``TransitionCore.activate`` is this function. As for completion (``completion.pyx``), the job record is
-typed, so reading and setting its fields costs no descriptor lookups, the loop runs without the
-interpreter, and the lease token comes from the factory's compiled id source without a Python call.
+The broker's ``pull`` is this function, bound to its ``TransitionCore`` (``Wiring``). As for completion
+(``completion.pyx``), the job record is typed, so reading and setting its fields costs no descriptor
+lookups, the loop runs without the interpreter, and the lease token comes from the factory's compiled id
+source without a Python call.
 """
 from bunqueue._core.jobs cimport Job, JobFactory
 from bunqueue._core.readyqueue cimport ReadyQueue
