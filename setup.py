@@ -16,7 +16,7 @@ DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
 CORE_MODULES = [
     "framing", "heap", "readyqueue", "groups", "leases", "timers", "uuidv7", "jobs", "admission", "packer", "rows",
-    "jsonreply", "httprequest", "unpacker",
+    "jsonreply", "httprequest", "unpacker", "copyrows",
 ]
 
 DIRECTIVES = {

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from bunqueue._core.copyrows import CopyRows
 from bunqueue._core.jobs import Job
 from bunqueue.broker.states import READY
-from bunqueue.storage.postgres.jobrows import record_of
-from bunqueue.storage.postgres.pgtext import to_text
 
 # A flush with fewer jobs is sent as one INSERT: one round trip, where COPY and its wake-up take three.
 COPY_MIN_JOBS = 64
@@ -29,28 +28,19 @@ COPY_COLUMNS = (
     "group_id", "parent_id", "remove_on_complete", "record",
 )
 
-Row = tuple[object, ...]
 
-
-def copy_rows(namespace: str, batches: Sequence[Sequence[Job]], now: float) -> list[Row] | None:
-    """The COPY rows (``COPY_COLUMNS``) of every job of ``batches``, in order; None when a job needs the
-    INSERT (a custom id, a unique key, a dependency or parent link, a run time still to come)."""
-    rows: list[Row] = []
-    namespace = to_text(namespace)
+def copy_data(namespace: str, batches: Sequence[Sequence[Job]], now: float) -> bytes | None:
+    """The binary COPY stream (``COPY_COLUMNS``) of every job of ``batches``, in order; None when a job
+    needs the INSERT (a custom id, a unique key, a dependency or parent link, a run time still to come)."""
+    rows = CopyRows(namespace)
     for jobs in batches:
         for job in jobs:
-            if (job.custom_id is not None or job.unique_key is not None or job.parent_id is not None
-                    or job.pending_deps is not None or job.run_at > now):
+            if not rows.add_plain(job, READY, now):
                 return None
-            group = job.group_id
-            rows.append((
-                namespace, READY, job.id, to_text(job.queue), job.priority, bool(job.lifo), int(job.run_at),
-                int(job.created_at), job.max_attempts, None if group is None else to_text(group), None,
-                bool(job.remove_on_complete), record_of(job),
-            ))
-    return rows
+    return rows.finish()
 
 
-async def copy_jobs(conn: asyncpg.Connection, rows: list[Row]) -> None:
-    """Write ``rows`` in one COPY (its own transaction); ``asyncpg.UniqueViolationError`` when an id is taken."""
-    await conn.copy_records_to_table("bunqueue_jobs", records=rows, columns=COPY_COLUMNS)
+async def copy_jobs(conn: asyncpg.Connection, data: bytes) -> None:
+    """Write ``data`` in one COPY (its own transaction); ``asyncpg.UniqueViolationError`` when an id is taken."""
+    # A memoryview, as asyncpg would take bytes for a file's path.
+    await conn.copy_to_table("bunqueue_jobs", source=memoryview(data), columns=COPY_COLUMNS, format="binary")

@@ -142,20 +142,20 @@ class HotPath:
 
     async def _flush_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
         if sum(map(len, batches)) >= copypush.COPY_MIN_JOBS:
-            rows = copypush.copy_rows(self.namespace, batches, now_ms())
-            if rows is not None:
+            data = copypush.copy_data(self.namespace, batches, now_ms())
+            if data is not None:
                 try:
-                    return await self._copy_pushes(batches, rows)
+                    return await self._copy_pushes(batches, data)
                 except asyncpg.UniqueViolationError:
                     pass  # a generated id met a stored custom one: the INSERT answers the collision
         return await self._insert_pushes(batches)
 
     async def _copy_pushes(
-        self, batches: list[Sequence[Job]], rows: list[copypush.Row]
+        self, batches: list[Sequence[Job]], data: bytes
     ) -> list[list[str] | BaseException]:
         queues = list({job.queue for jobs in batches for job in jobs})
         async with self.pool.acquire() as conn:
-            await copypush.copy_jobs(conn, rows)
+            await copypush.copy_jobs(conn, data)
             await conn.execute(statements.NOTIFY_QUEUES, self.namespace, queues)
         for queue in queues:
             self.wakeups.wake(queue)

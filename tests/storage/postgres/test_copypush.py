@@ -31,9 +31,9 @@ class _Counted(HotPath):
     tried = 0
     copies = 0
 
-    async def _copy_pushes(self, batches: Sequence[Sequence[Job]], rows: list[copypush.Row]) -> Any:
+    async def _copy_pushes(self, batches: Sequence[Sequence[Job]], data: bytes) -> Any:
         self.tried += 1
-        answers = await super()._copy_pushes(batches, rows)  # type: ignore[arg-type]
+        answers = await super()._copy_pushes(batches, data)  # type: ignore[arg-type]
         self.copies += 1
         return answers
 
