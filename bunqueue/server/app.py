@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 
@@ -17,24 +16,13 @@ from bunqueue.monitoring import alerts
 from bunqueue.monitoring.alerts import ThresholdAlerts
 from bunqueue.server.runner import CommandRunner
 from bunqueue.server.scheduler import DeadlineScheduler
-from bunqueue.server.serving import Serving
+from bunqueue.server.serving import Serving, tune_collector
 from bunqueue.storage import MemoryStore, Store
 from bunqueue.storage.bunimport import open_for_start
 from bunqueue.storage.sqlite import SQLiteStore
 from bunqueue.webhooks.delivery import DRAIN_LIMIT_MS, WebhookDelivery
 
 log = logging.getLogger("bunqueue")
-
-
-def tune_collector() -> None:
-    """Collect young objects every 50,000 allocations instead of every 700.
-
-    A busy broker allocates a few containers per job and keeps hundreds of thousands of them alive, but
-    makes no reference cycles of its own: at the default rate the cyclic collector spends much of the
-    push path re-scanning queued jobs. Objects alive at start-up are frozen out of collection entirely.
-    """
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
 
 
 def _open_store(settings: Settings) -> Store:

@@ -12,7 +12,7 @@ from typing import cast
 from bunqueue.broker.engine import Engine
 from bunqueue.config import Settings
 from bunqueue.server.runner import CommandRunner
-from bunqueue.server.serving import Serving
+from bunqueue.server.serving import Serving, tune_collector
 from bunqueue.storage import MemoryStore
 from bunqueue.storage.postgres.dispatch import build_handlers
 from bunqueue.storage.postgres.engine import PostgresEngine
@@ -36,6 +36,7 @@ class PostgresServer(Serving):
         return cls(settings, engine, runner, threads)
 
     async def start(self) -> None:
+        tune_collector()
         self.handle_signals(asyncio.get_running_loop())
         self.engine.start()
         await self.listen()

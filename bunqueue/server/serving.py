@@ -4,6 +4,7 @@ add their engine's start and shutdown."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Callable
@@ -21,6 +22,18 @@ if TYPE_CHECKING:
     from bunqueue.server.http.listener import HttpListener
 
 log = logging.getLogger("bunqueue")
+
+
+def tune_collector() -> None:
+    """Collect young objects every 50,000 allocations instead of every 700.
+
+    A busy broker allocates a few containers per job and makes no reference cycles of its own: at the
+    default rate the cyclic collector spends much of the push path re-scanning the queued jobs it keeps
+    (memory and SQLite) or the events and rows of each flush (PostgreSQL). Objects alive at start-up are
+    frozen out of collection entirely.
+    """
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 class Serving:
