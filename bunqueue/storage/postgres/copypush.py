@@ -5,7 +5,8 @@ collide with a live job and needs no look-up: its row is written as it is, READY
 COPY spares PostgreSQL the speculative insertion of ``ON CONFLICT`` and the ``RETURNING`` rows, and the
 broker the array arguments; it is taken only when every job of a flush qualifies (the flush's order is
 the seq order, so it is not split) and the flush is large enough for its extra round trip to pay. The
-queues' wake-ups are sent right after the COPY's commit (``statements.NOTIFY_QUEUES``), never before it.
+queues' wake-ups are sent after the COPY's commit (``statements.NOTIFY_QUEUES``), never before it; the push
+is answered without waiting for them.
 
 A generated id that meets a custom id already stored fails the COPY as a whole (nothing went in): the
 caller then pushes the flush with ``INSERT``, which answers that job as it answers any collision.

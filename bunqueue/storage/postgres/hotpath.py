@@ -21,6 +21,7 @@ statements return.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,8 @@ from bunqueue.storage.postgres.pool import PostgresConfig, connect, create_pool
 from bunqueue.storage.postgres.sessions import BrokerSession, session_lease_ms
 from bunqueue.storage.postgres.wakeups import Wakeups
 from bunqueue.storage.schema import pack
+
+log = logging.getLogger("bunqueue.postgres")
 
 # (count, owner, lock ttl in ms, whether slots no ungrouped job filled fall to the group lanes) of one pull.
 # A queue whose lanes held no ready job is looked at again for a plain pull after a wake-up for it, or after
@@ -80,6 +83,9 @@ class HotPath:
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
         self._pushes: Collector[Sequence[Job], list[str]] = Collector(self._flush_pushes)
+        # Queues a COPY made jobs ready in, whose wake-up is still to be sent (``_announce``).
+        self._announced: set[str] = set()
+        self._announcer: asyncio.Task[None] | None = None
         self._acks: Collector[SettleRequest, Any] = Collector(self._flush_acks)
         self._fails: Collector[SettleRequest, Any] = Collector(self._flush_fails)
         self._claims: dict[str, Collector[ClaimRequest, Claimed]] = {}
@@ -110,6 +116,8 @@ class HotPath:
 
     async def close(self) -> None:
         await self._pushes.close()
+        if self._announcer is not None:
+            await asyncio.gather(self._announcer, return_exceptions=True)
         await self._acks.close()
         await self._fails.close()
         for claims in self._claims.values():
@@ -153,13 +161,33 @@ class HotPath:
     async def _copy_pushes(
         self, batches: list[Sequence[Job]], data: bytes
     ) -> list[list[str] | BaseException]:
-        queues = list({job.queue for jobs in batches for job in jobs})
         async with self.pool.acquire() as conn:
             await copypush.copy_jobs(conn, data)
-            await conn.execute(statements.NOTIFY_QUEUES, self.namespace, queues)
+        queues = {job.queue for jobs in batches for job in jobs}
         for queue in queues:
             self.wakeups.wake(queue)
+        self._announce(queues)
         return [[job.id for job in jobs] for jobs in batches]
+
+    def _announce(self, queues: set[str]) -> None:
+        """Wake the other brokers' pullers of ``queues`` (after a COPY, which sends no wake-up of its own),
+        without holding the push's answer for that round trip."""
+        self._announced |= queues
+        if self._announcer is None:
+            self._announcer = asyncio.get_running_loop().create_task(self._send_announced())
+
+    async def _send_announced(self) -> None:
+        try:
+            while self._announced:
+                queues, self._announced = list(self._announced), set()
+                try:
+                    await self.pool.execute(statements.NOTIFY_QUEUES, self.namespace, queues)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                    # The jobs are in; another broker's pullers find them at their next poll.
+                    log.warning("queue wake-ups were not sent to the other brokers (%d queue%s): %s",
+                                len(queues), "" if len(queues) == 1 else "s", exc)
+        finally:
+            self._announcer = None
 
     async def _insert_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
         # A request whose jobs wait for others is checked and parked in the insert's transaction; its

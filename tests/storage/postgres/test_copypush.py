@@ -11,7 +11,7 @@ import pytest
 from bunqueue._core.jobs import Job, JobFactory
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
-from bunqueue.storage.postgres import copypush
+from bunqueue.storage.postgres import copypush, statements
 from bunqueue.storage.postgres.hotpath import HotPath, PushLost
 from bunqueue.storage.postgres.jobfamily import admitted
 from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
@@ -145,3 +145,21 @@ async def test_a_generated_id_already_stored_is_answered_as_the_insert_answers_i
     assert (hot.tried, hot.copies) == (1, 0)
     count = await hot.pool.fetchval("SELECT count(*) FROM bunqueue_jobs WHERE namespace = $1 AND queue = 'taken-q'", NS)
     assert count == copypush.COPY_MIN_JOBS
+
+
+async def test_a_wake_up_that_fails_after_the_commit_does_not_fail_the_push(
+    hot: _Counted, factory: JobFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The jobs are in once the COPY committed: a push refused then would be pushed twice by a client's retry.
+    monkeypatch.setattr(statements, "NOTIFY_QUEUES", "SELECT no_such_function($1, $2)")
+    ids = await hot.push_many(_jobs(factory, "unannounced", copypush.COPY_MIN_JOBS, now_ms()))
+    assert hot.copies == 1 and len(ids) == copypush.COPY_MIN_JOBS
+    assert hot._announcer is not None
+    await asyncio.wait_for(asyncio.shield(hot._announcer), 10)
+    assert "wake-ups were not sent to the other brokers (1 queue)" in caplog.text
+    stored = await hot.pool.fetchval(
+        "SELECT count(*) FROM bunqueue_jobs WHERE namespace = $1 AND queue = 'unannounced'", NS)
+    assert stored == copypush.COPY_MIN_JOBS
+    # A puller of this broker was woken locally and finds them at once.
+    jobs, _ = await hot.claim("unannounced", copypush.COPY_MIN_JOBS, "w", TTL)
+    assert sorted(job.id for job in jobs) == sorted(ids)
