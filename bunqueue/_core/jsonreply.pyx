@@ -9,9 +9,8 @@ writes is byte for byte what ``json.JSONEncoder(separators=(",", ":"), ensure_as
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.math cimport fabs, floor, isfinite
+from libc.math cimport fabs, floor, isfinite, llround
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdio cimport snprintf
 from libc.string cimport memcpy
 
 cdef extern from "Python.h":
@@ -22,6 +21,8 @@ cdef int MAX_DEPTH = 256
 # A buffer that grew past this is given back after use, so one huge reply does not pin memory.
 cdef Py_ssize_t KEEP_CAPACITY = 1 << 20
 cdef double SAFE_INTEGER_END = 9007199254740992.0  # 2^53
+# Below it a double's step is under 0.01 (2^-9 at 1e13): no shorter decimal reads back as a two-decimal one.
+cdef double CENTS_END = 1e13
 cdef char *HEX = b"0123456789abcdef"
 
 
@@ -135,32 +136,51 @@ cdef class JsonWriter:
 
     cdef int put_int(self, object value) except -1:
         """1 when written, 0 for an integer past the wire's 64 bits (signed or not)."""
-        cdef char digits[24]
-        cdef int n
         cdef int64_t signed_value
-        cdef uint64_t unsigned_value
         if value < 0:
             if value < -9223372036854775808:
                 return 0
             signed_value = value
-            n = snprintf(digits, 24, "%lld", <long long>signed_value)
-        else:
-            if value > 18446744073709551615:
-                return 0
-            unsigned_value = value
-            n = snprintf(digits, 24, "%llu", <unsigned long long>unsigned_value)
-        self.put(digits, n)
+            # Negated one short of it, so that -2^63 fits.
+            return self.put_decimal(<uint64_t>(-(signed_value + 1)) + 1, True)
+        if value > 18446744073709551615:
+            return 0
+        return self.put_decimal(<uint64_t>value, False)
+
+    cdef int put_decimal(self, uint64_t magnitude, bint negative) except -1:
+        # Written from the last digit back: snprintf's format parsing cost more than the digits.
+        cdef char digits[24]
+        cdef int i = 24
+        while True:
+            i -= 1
+            digits[i] = <char>(48 + magnitude % 10)
+            magnitude //= 10
+            if magnitude == 0:
+                break
+        if negative:
+            i -= 1
+            digits[i] = b'-'
+        self.put(digits + i, 24 - i)
         return 1
 
     cdef int put_float(self, double value) except -1:
-        cdef char digits[24]
-        cdef int n
         cdef bytes text
+        cdef long long hundredths
+        cdef uint64_t magnitude
         if not isfinite(value):
             self.put(b"null", 4)
         elif fabs(value) < SAFE_INTEGER_END and value == floor(value):
-            n = snprintf(digits, 24, "%lld", <long long><int64_t>value)
-            self.put(digits, n)
+            self.put_decimal(<uint64_t>fabs(value), value < 0)
+        elif fabs(value) < CENTS_END and <double>(hundredths := llround(value * 100.0)) / 100.0 == value:
+            # A value of at most two decimals (a size in MB, a rate): those digits are the shortest form
+            # that reads back as it (below CENTS_END, 0.01 apart is more than a double's step), so they are
+            # what repr() writes, without its arbitrary-precision search.
+            magnitude = <uint64_t>(hundredths if hundredths > 0 else -hundredths)
+            self.put_decimal(magnitude // 100, value < 0)
+            self.put_char(b'.')
+            self.put_char(<char>(48 + magnitude % 100 // 10))
+            if magnitude % 10:
+                self.put_char(<char>(48 + magnitude % 10))
         else:
             # Python's shortest round-trip form, as the json module writes it.
             text = repr(value).encode("ascii")

@@ -6,12 +6,18 @@ import json
 from typing import Any
 
 import msgpack
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bunqueue.server.http import encoding
 
 flat_values = st.one_of(st.text(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.none())
+# Numbers of two decimals or fewer (sizes in MB, rates), around and past where their short form stops.
+cents = st.one_of(
+    st.floats(-1e14, 1e14).map(lambda x: round(x, 2)),
+    st.integers(-(10**16), 10**16).map(lambda k: k / 100),
+    st.integers(-(10**4), 10**4).map(lambda k: k / 100),
+)
 
 
 def through_the_wire(doc: Any) -> str:
@@ -20,7 +26,7 @@ def through_the_wire(doc: Any) -> str:
 
 
 plain_values = st.recursive(
-    st.one_of(flat_values, st.floats(), st.sampled_from([0.0, -0.0, 2.0**53, 2.0**53 - 1, 1e300, 3.0])),
+    st.one_of(flat_values, st.floats(), cents, st.sampled_from([0.0, -0.0, 2.0**53, 2.0**53 - 1, 1e300, 3.0])),
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)),
     max_leaves=20,
 )
@@ -38,13 +44,21 @@ def test_nested_plain_replies_read_as_the_wire_encoder_writes_them(doc: dict[str
     assert encoding.json_bytes(doc) == through_the_wire(doc).encode()
 
 
+@settings(max_examples=2000)
+@given(st.lists(cents, min_size=1, max_size=8))
+def test_numbers_of_two_decimals_read_as_python_writes_them(numbers: list[float]) -> None:
+    assert encoding.json_bytes(numbers) == through_the_wire(numbers).encode()
+
+
 def test_every_escape_and_number_edge_reads_as_the_json_module_writes_it() -> None:
     text = "".join(map(chr, range(0x80))) + "é\u2028\U0001F600"
-    doc = {text: [text, 2.0**53, -(2.0**53), 2.0**53 - 1, -0.0, 1e16, 1e-7, 0.1, float("inf"), -(2**63), 2**64 - 1]}
+    edges = [0.01, -0.01, 0.05, 0.1, 0.5, 5.48, -5.5, 9999999999999.99, 1e13 - 0.01, 1e13 + 0.5, 0.3 + 0.6]
+    doc = {text: [text, 2.0**53, -(2.0**53), 2.0**53 - 1, -0.0, 1e16, 1e-7, 0.1, float("inf"), -(2**63), 2**64 - 1,
+                  *edges]}
     assert encoding.json_bytes(doc) == through_the_wire(doc).encode()
     assert encoding.json_bytes(doc) == json.dumps(
         {text: [text, 9007199254740992.0, -9007199254740992.0, 9007199254740991, 0, 1e16, 1e-7, 0.1, None,
-                -(2**63), 2**64 - 1]}, separators=(",", ":"), ensure_ascii=False).encode()
+                -(2**63), 2**64 - 1, *edges]}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def test_what_is_not_plain_takes_the_round_trip() -> None:
