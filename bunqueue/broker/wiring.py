@@ -24,7 +24,6 @@ from bunqueue import errors
 from bunqueue._core.admission import build_batch, needing_checks
 from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
 from bunqueue._core.leases import LeaseTable
-from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components import eventhub, eventnames, repeatchain
 from bunqueue.broker.components.deadletters import DeadLetters
@@ -57,7 +56,7 @@ from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
 from bunqueue.broker.transitions import FAILED, Transitions
 from bunqueue.broker.transitions.activation import activate
-from bunqueue.broker.transitions.completion import complete_active
+from bunqueue.broker.transitions.completion import active_job, complete_active
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
 from bunqueue.storage import MemoryStore, Store
@@ -116,6 +115,8 @@ class Wiring:
         # The per-job commands go straight to their transition: no layer in between on the hot path.
         self.pull = partial(activate, t)
         self.ack = partial(complete_active, t)
+        # The running job an ACK or FAIL names (its token checked): Job, or CommandError.
+        self.active_job = partial(active_job, self.jobs, self.leases)
         self.queue = self.queues.of
         self._admit = t.admit
 
@@ -269,19 +270,6 @@ class Wiring:
         self.transitions.promote_due(q, now)
 
     # -- settle ------------------------------------------------------------------------------------
-
-    def active_job(self, job_id: Any, token: Any) -> Job:
-        """The running job an ACK/FAIL names, if the token (when it has a lease) is its lease's."""
-        job = self.jobs.get(job_id) if type(job_id) is str else None
-        if job is None or job.state != states.ACTIVE:
-            raise CommandError(errors.not_processing(job_id))
-        lease_token = self.leases.token(job_id)
-        if lease_token is not None:
-            if token is None:
-                raise CommandError(errors.lock_token_required(job_id))
-            if token != lease_token:
-                raise CommandError(errors.invalid_lock_token(job_id))
-        return job
 
     def fail(self, job: Job, error: Any, stack: Any, unrecoverable: bool, remove: bool) -> None:
         """FAIL of the running attempt: retried with backoff, or terminal."""

@@ -1,5 +1,6 @@
 # cython: freethreading_compatible = False
-"""Leaving active and completing, compiled: the per-job half of every ACK and ACKB.
+"""Leaving active and completing, compiled: the per-job half of every ACK and ACKB, and the look-up of the
+running attempt an ACK or FAIL names.
 
 ``TransitionCore.leave_active`` and ``complete_jobs`` are these functions. In the interpreter each job of a
 batch paid a descriptor lookup for every field of its record it read (a dozen and more) and the loop's own
@@ -8,11 +9,35 @@ reached through Python calls, most of them only when a job has the feature (a un
 repeat, waiters on its result).
 """
 from bunqueue._core.jobs cimport Job
+from bunqueue._core.leases cimport LeaseTable, _Lease
 
+from bunqueue import errors
+from bunqueue.broker import states
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.records import settle_waiters
 from bunqueue.broker.states import COMPLETED, COMPLETED_NAME
 from bunqueue.broker.transitions.moves import CHECKED, check_move
+from bunqueue.errors import CommandError
+
+cdef int ACTIVE = states.ACTIVE
+
+
+def active_job(dict jobs not None, LeaseTable leases not None, job_id, token):
+    """The running job an ACK or FAIL names, if the token (when it holds a lease) is its lease's (bound as
+    the broker's ``active_job``, on its job table and lease table)."""
+    cdef Job job = None
+    cdef _Lease lease
+    if type(job_id) is str:
+        job = jobs.get(job_id)
+    if job is None or job.state != ACTIVE:
+        raise CommandError(errors.not_processing(job_id))
+    lease = leases._lease_of_id.get(job_id)
+    if lease is not None:
+        if token is None:
+            raise CommandError(errors.lock_token_required(job_id))
+        if token != lease.token:
+            raise CommandError(errors.invalid_lock_token(job_id))
+    return job
 
 
 cdef object _leave(core, leases, queues, Job job):
