@@ -21,7 +21,7 @@ from bunqueue._core.copyrows import CopyRows
 from bunqueue._core.jobs import Job
 from bunqueue.broker.states import READY
 
-# A flush with fewer jobs is sent as one INSERT: one round trip, where COPY and its wake-up take three.
+# A flush with fewer jobs is sent as one INSERT: one round trip before the answer, where COPY takes two.
 COPY_MIN_JOBS = 64
 
 COPY_COLUMNS = (
