@@ -62,4 +62,8 @@ extensions.append(
     )
 )
 
-setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, annotate=False))
+# The C compiler runs one extension per core: the build is most of a fresh install's time.
+setup(
+    ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, annotate=False),
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+)

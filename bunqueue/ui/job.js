@@ -121,7 +121,10 @@ export function jobView(view, live, params, navigate) {
   // Loads may overlap (an event, an action); only the latest one draws.
   let latest = 0;
 
-  async function load() {
+  // An event's refresh started before the operator took a field must not draw over what they typed.
+  const editing = () => body.contains(document.activeElement) && document.activeElement.matches("input, select");
+
+  async function load(fromEvent = false) {
     if (gone) return;
     const mine = ++latest;
     const reply = await get(`/jobs/${q(id)}`);
@@ -137,6 +140,10 @@ export function jobView(view, live, params, navigate) {
       (job.childrenIds || []).length ? get(`/jobs/${q(id)}/children`) : null,
       job.state === "failed" ? get(`/queues/${q(job.queue)}/dlq`) : null]);
     if (gone || mine !== latest) return;
+    if (fromEvent && (busy || editing())) {
+      refreshSoon(1000);
+      return;
+    }
     clear(body);
     append(body, ...details(job, logs, children, dlq, actions(job)));
   }
@@ -147,9 +154,8 @@ export function jobView(view, live, params, navigate) {
   const refreshSoon = (ms) => {
     clearTimeout(refresh);
     refresh = setTimeout(() => {
-      const editing = body.contains(document.activeElement) && document.activeElement.matches("input, select");
-      if (busy || editing) refreshSoon(1000);
-      else load().catch(live.failed);
+      if (busy || editing()) refreshSoon(1000);
+      else load(true).catch(live.failed);
     }, ms);
   };
   live.listen((event, data) => {
