@@ -4,6 +4,8 @@ private names."""
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
 import subprocess
 import sys
@@ -122,12 +124,72 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-@pytest.mark.parametrize("module", sorted(set(MODULES) | set(_compiled())))
-def test_every_module_imports_alone(module: str) -> None:
+# Imports each module named on stdin in a child forked from an interpreter that holds standard-library
+# modules only (their import is most of a fresh interpreter's time), a few children at a time; prints
+# {module: traceback or ""} as JSON.
+_IMPORT_EACH_ALONE = """
+import importlib, json, os, sys, traceback
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+assert not [name for name in sys.modules if name.split(".")[0] == "bunqueue"]
+results, running, pending = {}, {}, sys.stdin.read().split()
+def reap():
+    pid, _ = os.wait()
+    module, read_end = running.pop(pid)
+    with os.fdopen(read_end, "rb") as pipe:
+        results[module] = pipe.read().decode()
+while pending or running:
+    if not pending or len(running) >= int(sys.argv[1]):
+        reap()
+        continue
+    module = pending.pop()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            importlib.import_module(module)
+            os._exit(0)
+        except BaseException:
+            os.write(write_end, traceback.format_exc().encode() or b"failed")
+            os._exit(1)
+    os.close(write_end)
+    running[pid] = (module, read_end)
+print(json.dumps(results))
+"""
+_STDLIB_PRELOAD = [
+    "asyncio", "ssl", "json", "logging", "typing", "dataclasses", "sqlite3", "http.client", "email.message",
+    "concurrent.futures", "urllib.parse", "inspect", "argparse", "socket", "subprocess", "pathlib", "re",
+    "tomllib", "uuid", "hashlib", "decimal", "datetime", "collections", "functools", "struct", "contextlib",
+    "enum", "base64", "signal", "shutil", "tempfile", "zlib",
+]
+ALL_MODULES = sorted(set(MODULES) | set(_compiled()))
+
+
+@pytest.fixture(scope="module")
+def imported_alone() -> dict[str, str]:
     proc = subprocess.run(
-        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _IMPORT_EACH_ALONE, str(max(2, os.cpu_count() or 1)), *_STDLIB_PRELOAD],
+        input="\n".join(ALL_MODULES), capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout))
+
+
+@pytest.mark.parametrize("module", ALL_MODULES)
+def test_every_module_imports_alone(module: str, imported_alone: dict[str, str]) -> None:
+    assert imported_alone.get(module) == "", imported_alone.get(module, "not tried")
+
+
+def test_a_module_that_fails_to_import_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "broken_on_import.py").write_text("import bunqueue_no_such_module\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH_ALONE, "2"], input="broken_on_import json",
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    results = json.loads(proc.stdout)
+    assert results["json"] == ""
+    assert "No module named 'bunqueue_no_such_module'" in results["broken_on_import"]
 
 
 def _broker_private_names() -> set[str]:

@@ -44,22 +44,26 @@ def _bodies(conn: int, queue: str, hostile: list[tuple[str, dict[str, bytes], An
     return out
 
 
-def _replies(client: RawClient, n: int) -> tuple[list[dict[str, Any]], int]:
-    """The ``n`` replies owed (event frames set aside), and how many more came within ``SETTLE``."""
+def _replies(client: RawClient, n: int) -> list[dict[str, Any]]:
+    """The ``n`` replies owed, event frames set aside."""
     replies: list[dict[str, Any]] = []
     deadline = time.monotonic() + 20
     while len(replies) < n:
         reply = msgpack.unpackb(client.raw_frame(deadline), raw=False, strict_map_key=False)
         if reply.get("type") != "event":
             replies.append(reply)
+    return replies
+
+
+def _extra_replies(client: RawClient, deadline: float) -> int:
+    """How many replies (not events) came beyond those owed, by ``deadline``."""
     extra = 0
-    deadline = time.monotonic() + SETTLE
     try:
         while True:
             reply = msgpack.unpackb(client.raw_frame(deadline), raw=False, strict_map_key=False)
             extra += reply.get("type") != "event"
     except TimeoutError:
-        return replies, extra
+        return extra
 
 
 def _check_pairing(server: ServerProcess, sent: list[list[tuple[str, str, bytes]]]) -> None:
@@ -69,8 +73,11 @@ def _check_pairing(server: ServerProcess, sent: list[list[tuple[str, str, bytes]
         for start in range(0, max(map(len, sent)), 16):
             for client, bodies in zip(clients, sent):
                 client.send_bytes(b"".join(frame(body) for _, _, body in bodies[start : start + 16]))
-        for conn, (client, bodies) in enumerate(zip(clients, sent)):
-            replies, extra = _replies(client, len(bodies))
+        owed = [_replies(client, len(bodies)) for client, bodies in zip(clients, sent)]
+        # One settling window for all connections, once every owed reply is in.
+        deadline = time.monotonic() + SETTLE
+        for conn, (client, bodies, replies) in enumerate(zip(clients, sent, owed)):
+            extra = _extra_replies(client, deadline)
             assert extra == 0, f"connection {conn}: {extra} replies more than requests"
             for (req_id, cmd, _), reply in zip(bodies, replies):
                 # Nothing here waits (timeouts are 0), so replies come in request order. A reply without
