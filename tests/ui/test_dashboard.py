@@ -174,18 +174,28 @@ def test_overview_shows_every_queue_with_counts_state_and_limits(page: Page, res
 
 
 def test_the_chart_takes_a_sample_every_five_seconds(page: Page, rest: Rest, jobs: dict[str, str]) -> None:
+    # The page's timers run on a clock the test holds, so five seconds pass exactly and at once.
+    page.tab.clock.install()
     tab = page.open("/ui/")
     line = tab.locator("figure.chart svg polyline").first
     expect(tab.locator("figure.chart svg polyline")).to_have_count(7)
     # One sample draws a flat line across (two points); each later sample adds a point.
     assert len(line.get_attribute("points").split()) == 2
+    tab.clock.pause_at(tab.evaluate("Date.now()") + 10)
     for n in range(40):
         rest.push("ui-busy", name=f"b{n}", data={})
+    tab.clock.run_for(5_000)
+    tab.wait_for_function(f"() => {POINTS} == 3", polling=50)
     expect(tab.locator("figure.chart").first).to_contain_text("push")
-    tab.wait_for_function(f"() => {POINTS} >= 3", timeout=12_000)
     for _ in range(10):
         rest.pull("ui-busy")
-    tab.wait_for_function(f"() => {POINTS} >= 4", timeout=12_000)
+    # While the clock stands still no sample is taken; five seconds more take exactly one.
+    tab.wait_for_timeout(300)
+    assert tab.evaluate(POINTS) == 3
+    tab.clock.run_for(5_000)
+    tab.wait_for_function(f"() => {POINTS} == 4", polling=50)
+    tab.wait_for_timeout(300)
+    assert tab.evaluate(POINTS) == 4
     page.shot("overview")
 
 
