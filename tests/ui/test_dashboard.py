@@ -375,6 +375,35 @@ def test_job_actions_change_the_broker(page: Page, rest: Rest) -> None:
     assert rest("GET", f"/jobs/{dead}/state")["state"] == "failed"
 
 
+def test_a_refresh_already_asked_does_not_draw_over_a_typed_priority(page: Page, rest: Rest) -> None:
+    job = rest.push("ui-typed", name="typed", data={})
+    assert rest.pull("ui-typed") == job
+    tab = page.open(f"/ui/jobs/{job}")
+    expect(tab.locator('[data-field="state"]')).to_have_text("active")
+    # The refresh an event starts is held on its way to the broker until the operator has typed.
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    tab.route(f"**/jobs/{job}", hold)
+    assert rest("POST", f"/jobs/{job}/progress", {"progress": 10})["ok"]
+    for _ in range(100):
+        if held:
+            break
+        tab.wait_for_timeout(20)
+    assert held, "the progress event asked for no refresh"
+    tab.fill("#priority", "7")
+    held[0].continue_()
+    tab.unroute(f"**/jobs/{job}")
+    tab.wait_for_timeout(400)
+    assert tab.input_value("#priority") == "7"
+    # Once the field lets go, the refresh it held back draws the job as it is now.
+    tab.locator("#priority").blur()
+    expect(tab.locator("progress")).to_have_attribute("value", "10")
+    assert tab.input_value("#priority") == "0"
+
+
 def test_job_page_shows_progress_logs_parent_and_children(page: Page, rest: Rest, server: ServerProcess) -> None:
     job = rest.push("ui-work", name="import", data={"file": "a.csv"})
     assert rest.pull("ui-work") == job
