@@ -15,8 +15,8 @@ from setuptools import Extension, setup
 DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
 CORE_MODULES = [
-    "framing", "heap", "readyqueue", "groups", "leases", "timers", "uuidv7", "jobs", "admission", "packer", "rows",
-    "jsonreply", "httprequest", "unpacker", "copyrows",
+    "framing", "heap", "readyqueue", "groups", "leases", "timers", "uuidv7", "jobs", "jobfactory", "admission",
+    "packer", "rows", "jsonreply", "httprequest", "unpacker", "copyrows",
 ]
 
 DIRECTIVES = {

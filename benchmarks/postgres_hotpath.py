@@ -16,7 +16,7 @@ import uuid
 
 import asyncpg
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue._testbase.postgres import PostgresServer
 from bunqueue.config import Settings
 from bunqueue.storage.postgres.hotpath import HotPath

@@ -1,6 +1,6 @@
 """Request options that are not job options: one place that checks them and names the field.
 
-Job options (PUSH/PUSHB) are validated in the compiled push path, ``bunqueue._core.jobs``.
+Job options (PUSH/PUSHB) are validated in the compiled push path, ``bunqueue._core.jobfactory``.
 
 A numeric field is one of four kinds, each read by one function here, as the spec pages and the
 reference settle it for that field:
@@ -25,7 +25,7 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.groups import ANY_LANE, NO_LANE, ONE_LANE, GroupClaim
-from bunqueue._core.jobs import finite_option, flag_option, id_option, validate_queue_name
+from bunqueue._core.jobfactory import finite_option, flag_option, id_option, validate_queue_name
 from bunqueue.errors import CommandError
 
 __all__ = ["finite_option", "flag", "optional_string", "queue_name", "required_string", "strict_number"]

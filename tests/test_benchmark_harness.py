@@ -179,7 +179,7 @@ def test_the_null_servers_pulled_jobs_have_the_fields_ours_sends() -> None:
     assert [job["id"] for job in reply["jobs"]] == ids and len(reply["tokens"]) == 2
     assert [(job["name"], job["data"], job["queue"]) for job in reply["jobs"]] == [("a", {"n": 1}, "q"),
                                                                                   ("default", 2, "q")]
-    from bunqueue._core.jobs import JobFactory
+    from bunqueue._core.jobfactory import JobFactory
 
     # The same keys as a job of ours on the wire, so replies weigh what a broker's weigh.
     assert set(reply["jobs"][0]) == set(JobFactory().build({"name": "a", "data": 1}, "q", 1.0, False).to_dict())

@@ -6,7 +6,8 @@ import pytest
 
 from bunqueue import errors
 from bunqueue._core import framing
-from bunqueue._core.jobs import JobFactory, wire_number
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import wire_number
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.server import codec
 

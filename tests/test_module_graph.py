@@ -274,7 +274,7 @@ def test_the_state_write_finder_finds_writes() -> None:
 
 
 def test_a_move_the_diagram_lacks_is_refused_in_the_debug_build() -> None:
-    from bunqueue._core.jobs import JobFactory
+    from bunqueue._core.jobfactory import JobFactory
     from bunqueue.broker import states
     from bunqueue.broker.transitions import moves
 

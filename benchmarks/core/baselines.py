@@ -216,7 +216,7 @@ class PyLeaseTable:
         return out
 
 
-# -- the push path (bunqueue._core.jobs) -----------------------------------------------------------
+# -- the push path (bunqueue._core.jobfactory) ---------------------------------------------------------------------
 # Same rules, same error texts and the same wire dict as JobFactory.build, written as plain Python
 # functions over the request dict. bench_jobs.py checks that both build equal wire dicts before timing.
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from baselines import PyJobFactory
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue.errors import CommandError
 
 FACTORIES = {"compiled": JobFactory, "baseline": PyJobFactory}

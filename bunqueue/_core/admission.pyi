@@ -1,7 +1,8 @@
 from collections.abc import Callable
 from typing import Any
 
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue._core.readyqueue import ReadyQueue
 
 def build_batch(factory: JobFactory, items: list[Any], queue: str, now: float, check_size: bool) -> list[Job]: ...

@@ -1,10 +1,12 @@
 # cython: freethreading_compatible = False
 """Batch admission for PUSHB: a request's job maps built, and its plain jobs queued, in compiled loops."""
-from bunqueue._core.jobs cimport Job, JobFactory
+from bunqueue._core.jobs cimport Job
+from bunqueue._core.jobfactory cimport JobFactory
 from bunqueue._core.readyqueue cimport ReadyQueue
 
 from bunqueue import errors
-from bunqueue._core.jobs import NO_DATA, data_too_large
+from bunqueue._core.jobs import NO_DATA
+from bunqueue._core.jobfactory import data_too_large
 from bunqueue.errors import CommandError
 
 

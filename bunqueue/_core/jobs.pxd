@@ -1,11 +1,9 @@
-# The per-job path of PUSH and PUSHB: option validation and the job record.
+# The job record, built by `bunqueue._core.jobfactory` from a push's options.
 #
-# It runs once for every job a producer sends, so PUSHB throughput is decided here. A job is a typed
+# One lives for every job the broker holds, so its layout decides memory per job. A job is a typed
 # record, not a dict: about a fifth of the memory of the 47-key wire dict, and no dict to build at
 # admission. `bunqueue._core.packer` writes its wire form (the reference's keys, in the reference's order)
 # straight from these fields; `to_dict()` builds the same thing as a dict for the rare paths that need one.
-
-from bunqueue._core.uuidv7 cimport UuidV7Source
 
 
 cdef class Job:
@@ -81,11 +79,5 @@ cdef class Job:
     cpdef note(self, dict entry)
 
 
-cdef class JobFactory:
-    # The only source of job ids and admission sequence numbers.
-    cdef unsigned long long _seq
-    # Job ids (increasing, so FIFO ties and clients' sorting by id follow push order) and tokens.
-    cdef UuidV7Source _ids
-
-    cpdef Job build(self, dict opts, str queue, double now, bint batch)
-    cpdef str new_token(self)
+# A number as msgpackr puts it on the wire: integral int32/uint32 values as integers, the rest as float64.
+cpdef object wire_number(double value)

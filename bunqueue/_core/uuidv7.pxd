@@ -19,7 +19,7 @@
 # Tokens (leases, workers, webhooks) authorise: a token must not be guessable from another one, so each
 # takes its own 74 fresh random bits and the clock's millisecond, and never touches the job-id counter.
 #
-# Final (no subclasses), so jobs.pyx calls the methods directly, not through the type's table.
+# Final (no subclasses), so jobfactory.pyx calls the methods directly, not through the type's table.
 
 cimport cython
 from libc.stdint cimport int64_t, uint64_t

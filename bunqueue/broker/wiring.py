@@ -22,7 +22,8 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.admission import build_batch, needing_checks
-from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
+from bunqueue._core.jobfactory import JobFactory, data_too_large
+from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components import eventhub, eventnames, repeatchain

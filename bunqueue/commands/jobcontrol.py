@@ -7,7 +7,8 @@ from collections.abc import Awaitable
 from typing import Any
 
 from bunqueue import options
-from bunqueue._core.jobs import MAX_DURATION, NO_DATA, check_nesting
+from bunqueue._core.jobfactory import MAX_DURATION, check_nesting
+from bunqueue._core.jobs import NO_DATA
 from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CANNOT_CHANGE_DELAY, CommandError, must_be_string
 

@@ -11,7 +11,8 @@ from typing import Any, cast
 
 from bunqueue import errors, options
 from bunqueue._core.groups import GroupClaim
-from bunqueue._core.jobs import Job, check_nesting, flag_option, validate_queue_name
+from bunqueue._core.jobfactory import check_nesting, flag_option, validate_queue_name
+from bunqueue._core.jobs import Job
 from bunqueue.broker.engine import AwaitedJobs, Engine, QueueState, Session
 from bunqueue.errors import CommandError
 

@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue._core.jobs import validate_queue_name
+from bunqueue._core.jobfactory import validate_queue_name
 from bunqueue.broker.engine import Engine, Session
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.dashboard import DEFAULT_JOBS_LIMIT

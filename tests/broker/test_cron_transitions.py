@@ -2,7 +2,7 @@
 that drops a cron-spawned job whose attempt was lost, and the successor of a repeating job."""
 from __future__ import annotations
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue._testbase.clock import T0
 from bunqueue._testbase.inprocess import QUEUE, World
 from bunqueue.broker import states

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bunqueue._core.admission import admit_ready, build_batch, needing_checks
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue.errors import CommandError
 

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bunqueue._core.copyrows import CopyRows
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue._core.rows import RowBuffer
 from bunqueue.broker.states import READY
 from bunqueue.storage.postgres.copypush import COPY_COLUMNS

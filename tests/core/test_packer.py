@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue._core.packer import ReplyPacker
 from bunqueue.errors import MAX_VALUE_DEPTH
 

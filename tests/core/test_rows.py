@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bunqueue._core.jobs import NO_DATA, Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue._core.rows import RowBuffer
 from bunqueue.storage import schema
 

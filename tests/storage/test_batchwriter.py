@@ -7,7 +7,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue._core.rows import RowBuffer
 from bunqueue.storage import batchwriter, schema
 from bunqueue.storage.batchwriter import BatchWriter

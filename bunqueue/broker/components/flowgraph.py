@@ -11,7 +11,7 @@ import json
 from typing import Any, NamedTuple
 
 from bunqueue import errors
-from bunqueue._core.jobs import validate_queue_name
+from bunqueue._core.jobfactory import validate_queue_name
 from bunqueue.errors import CommandError
 
 MAX_FLOW_JOBS = 10_000

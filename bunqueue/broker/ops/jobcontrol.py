@@ -11,7 +11,8 @@ import math
 from typing import Any
 
 from bunqueue import errors
-from bunqueue._core.jobs import Job, check_nesting, wire_number
+from bunqueue._core.jobfactory import check_nesting
+from bunqueue._core.jobs import Job, wire_number
 from bunqueue.broker import states
 from bunqueue.broker.components import eventhub, eventnames
 from bunqueue.broker.components.queues import QueueState

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue import errors, options
-from bunqueue._core.jobs import NO_DATA, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import NO_DATA
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub

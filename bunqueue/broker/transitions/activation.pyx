@@ -6,7 +6,8 @@ The broker's ``pull`` is this function, bound to its ``TransitionCore`` (``Wirin
 lookups, the loop runs without the interpreter, and the lease token comes from the factory's compiled id
 source without a Python call.
 """
-from bunqueue._core.jobs cimport Job, JobFactory
+from bunqueue._core.jobs cimport Job
+from bunqueue._core.jobfactory cimport JobFactory
 from bunqueue._core.readyqueue cimport ReadyQueue
 
 from bunqueue.broker import states

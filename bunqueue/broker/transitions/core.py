@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bunqueue._core.admission import admit_ready
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue._core.leases import LeaseTable
 from bunqueue.broker import states
 from bunqueue.broker.components import eventhub, eventnames

@@ -18,7 +18,8 @@ import asyncpg
 from bunqueue import errors
 from bunqueue._core.admission import build_batch
 from bunqueue._core.groups import GroupClaim
-from bunqueue._core.jobs import NO_DATA, Job, JobFactory, data_too_large
+from bunqueue._core.jobfactory import JobFactory, data_too_large
+from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.broker.components.eventhub import EventHub

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue.broker.components.deadletters import DEFAULT_CONFIG, DeadLetters, can_auto_retry, merge_config
 from bunqueue.broker.components.queues import QueueState
 from bunqueue.broker.timers.deadlines import Alarms

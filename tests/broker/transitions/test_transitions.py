@@ -7,7 +7,7 @@ import math
 import pytest
 
 from bunqueue import errors
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue._testbase.clock import T0
 from bunqueue._testbase.inprocess import QUEUE, World
 from bunqueue.broker import states

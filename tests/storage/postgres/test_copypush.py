@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.storage.postgres import copypush, statements

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue.storage.postgres.figures import FigureReader, QueueFigures, read_figures
 from bunqueue.storage.postgres.hotpath import HotPath
 from tests.storage.postgres.test_hotpath import _open

@@ -13,7 +13,8 @@ import asyncpg
 import pytest
 
 from bunqueue import errors
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue._core.readyqueue import ReadyQueue
 from bunqueue.broker import states
 from bunqueue.broker.timers.cronregistry import SPAWNED_KEY_PREFIX

@@ -20,7 +20,8 @@ from typing import Any
 import asyncpg
 
 from bunqueue import errors, options
-from bunqueue._core.jobs import Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import Job
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.timers.cronregistry import NO_WORKER, Cron, announcement, parse_definition

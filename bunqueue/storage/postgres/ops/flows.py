@@ -20,7 +20,8 @@ from typing import Any
 import asyncpg
 
 from bunqueue import errors
-from bunqueue._core.jobs import NO_DATA, Job, JobFactory
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import NO_DATA, Job
 from bunqueue.broker import states
 from bunqueue.broker.components import eventhub, eventnames, flowgraph
 from bunqueue.broker.components.eventhub import EventHub

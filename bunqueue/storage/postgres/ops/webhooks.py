@@ -17,7 +17,7 @@ from typing import Any
 
 import asyncpg
 
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.config import Settings

@@ -16,7 +16,8 @@ from typing import Any
 import asyncpg
 
 from bunqueue import errors
-from bunqueue._core.jobs import JobFactory, wire_number
+from bunqueue._core.jobfactory import JobFactory
+from bunqueue._core.jobs import wire_number
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.components.eventhub import EventHub
 from bunqueue.broker.session import Session

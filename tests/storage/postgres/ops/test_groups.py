@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bunqueue._core.groups import ONE_LANE, GroupClaim
-from bunqueue._core.jobs import JobFactory
+from bunqueue._core.jobfactory import JobFactory
 from bunqueue._testbase.frames import RawClient
 from bunqueue._testbase.postgres import PostgresServer
 from bunqueue._testbase.twins import Twins
