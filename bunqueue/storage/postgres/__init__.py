@@ -31,7 +31,7 @@ Batching: one statement per kind of write, shared by concurrent requests
       AND queue = $2 AND state = READY ORDER BY priority DESC, lifo_rank, run_at, seq LIMIT $3
       FOR UPDATE SKIP LOCKED) UPDATE bunqueue_jobs j SET state = ACTIVE, lease_token = ..., lease_broker,
       lease_session, lease_expires_at = now + lockTtl, attempts = attempts + 1 FROM picked WHERE ...
-      RETURNING j.*``. The ORDER BY is the partial index ``bunqueue_jobs_claim`` read in order, so a claim
+      RETURNING j.*``. The ORDER BY is the index ``bunqueue_jobs_queue_order`` read in order, so a claim
       touches only the rows it takes; SKIP LOCKED lets brokers claim from one queue without waiting on each
       other. The statement also checks the session (``EXISTS (SELECT 1 FROM bunqueue_broker_sessions WHERE
       namespace = $1 AND broker_id = $b AND session = $s AND expires_at > now)``), so a broker whose session
@@ -39,8 +39,8 @@ Batching: one statement per kind of write, shared by concurrent requests
       lookup; no row, no controls): a paused queue gives nothing, and a queue with a concurrency or rate
       limit is claimed only under the queue's advisory lock, taken first in the claim's transaction, so
       the statement's snapshot sees every lease granted before it: concurrency counts the queue's ACTIVE
-      rows (``bunqueue_jobs_active``), and the rate limit is the memory engine's token bucket kept in the
-      row and spent by the same statement. Both are thus global across brokers. A broker learns that a
+      rows (a range of ``bunqueue_jobs_queue_order``), and the rate limit is the memory engine's token bucket
+      kept in the row and spent by the same statement. Both are thus global across brokers. A broker learns that a
       queue has limits from the statement itself (an extra row with slot 0), so a queue without limits
       costs one statement and no lock. Grouped jobs have a claim of their own (``groupclaim``): lane order
       and the group limits of ``bunqueue_groups``, under the same per-queue advisory lock, bounded by the

@@ -12,7 +12,7 @@ import asyncpg
 
 from bunqueue.broker import states
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # One lock for every broker that may run DDL on this database: all namespaces share the tables, so two
 # namespaces migrating at once must wait for each other too. Taken with pg_advisory_xact_lock, it is released
@@ -266,6 +266,18 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             processed double precision NOT NULL DEFAULT 0,
             failed double precision NOT NULL DEFAULT 0
         )""",
+    ),
+    # One index for a queue's jobs by state and for the claim, where version 1 had three (the claim's, the
+    # queue's states and its running jobs): a job admitted ready enters two indexes instead of three, a claim
+    # three instead of four. Its first three columns serve the listings and counts (by state, or running
+    # only) as the range of bunqueue_jobs_queue_state did; the claim holds the fourth (ungrouped) constant and
+    # reads the rest in its order, as it read bunqueue_jobs_claim: no sort, no grouped or other-state rows.
+    2: (
+        "DROP INDEX bunqueue_jobs_claim",
+        "DROP INDEX bunqueue_jobs_queue_state",
+        "DROP INDEX bunqueue_jobs_active",
+        """CREATE INDEX bunqueue_jobs_queue_order ON bunqueue_jobs
+            (namespace, queue, state, (group_id IS NULL), priority DESC, lifo_rank, run_at, seq)""",
     ),
 }
 

@@ -8,8 +8,9 @@ import asyncpg
 import pytest
 
 from bunqueue.broker import states
-from bunqueue.storage.postgres import groupclaim
+from bunqueue.storage.postgres import groupclaim, statements
 from bunqueue.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, current_version, migrate
+from bunqueue.storage.postgres.ops import queries
 
 TABLES = {
     "bunqueue_schema_version", "bunqueue_broker_sessions", "bunqueue_jobs", "bunqueue_job_dependencies",
@@ -17,6 +18,21 @@ TABLES = {
     "bunqueue_groups", "bunqueue_crons", "bunqueue_webhooks", "bunqueue_workers", "bunqueue_worker_totals",
     "bunqueue_flow_failures",
 }
+
+
+_ORDER_ROWS = [  # id, priority, lifo, run_at
+    ("fifo-late", 0, False, 20), ("fifo-early", 0, False, 10), ("lifo-1", 0, True, 10),
+    ("lifo-2", 0, True, 10), ("urgent", 5, False, 30), ("fifo-early-2", 0, False, 10),
+]
+_CLAIM_ORDER = ["urgent", "lifo-2", "lifo-1", "fifo-early", "fifo-early-2", "fifo-late"]
+
+
+async def _insert_ready(conn: asyncpg.Connection, job_id: str, priority: float, lifo: bool, run_at: int) -> None:
+    await conn.execute(
+        "INSERT INTO bunqueue_jobs (namespace, id, queue, state, priority, lifo, run_at, created_at, record)"
+        " VALUES ('n', $1, 'q', $2, $3, $4, $5, 0, '\\x00')",
+        job_id, states.READY, priority, lifo, run_at,
+    )
 
 
 async def _tables(conn: asyncpg.Connection) -> set[str]:
@@ -47,24 +63,78 @@ async def test_an_empty_database_gets_every_table_and_the_version(postgres_url: 
         await conn.close()
 
 
-async def test_the_claim_index_is_partial_on_ready_and_in_claim_order(postgres_url: str) -> None:
+async def _plan(conn: asyncpg.Connection, statement: str, *args: object) -> str:
+    return "\n".join(row[0] for row in await conn.fetch("EXPLAIN " + statement, *args))
+
+
+async def test_the_claim_reads_the_queue_order_index_in_order(postgres_url: str) -> None:
     conn = await asyncpg.connect(postgres_url)
     try:
         await migrate(conn)
-        definition = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'bunqueue_jobs_claim'")
-        assert "(namespace, queue, priority DESC, lifo_rank, run_at, seq)" in definition
-        assert f"WHERE ((state = {states.READY}) AND (group_id IS NULL))" in definition
-        # The claim reads the index in order and locks as it goes: no sort, no scan of other states.
+        definition = await conn.fetchval(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'bunqueue_jobs_queue_order'")
+        assert ("(namespace, queue, state, ((group_id IS NULL)), priority DESC, lifo_rank, run_at, seq)"
+                in definition)
+        assert "WHERE" not in definition
+        # The claim reads the index in order and locks as it goes: no sort, no scan of other states or of
+        # grouped jobs (the index condition holds the queue, READY and ungrouped).
         await conn.execute("SET enable_seqscan = off")
-        plan = "\n".join(
-            row[0] for row in await conn.fetch(
-                f"""EXPLAIN SELECT id FROM bunqueue_jobs WHERE namespace = 'n' AND queue = 'q'
-                    AND state = {states.READY} AND group_id IS NULL ORDER BY priority DESC, lifo_rank, run_at, seq
-                    LIMIT 10 FOR UPDATE SKIP LOCKED"""
+        plan = await _plan(conn, statements.CLAIM, "n", "q", "b", 1, ["w"] * 10, [1000.0] * 10, False)
+        ready_scan = plan[plan.index("Subquery Scan on ready"):plan.index("Subquery Scan on due")]
+        assert "Index Scan using bunqueue_jobs_queue_order" in ready_scan
+        assert f"(state = {states.READY}) AND ((group_id IS NULL) = true)" in ready_scan
+        assert "Sort" not in ready_scan
+        assert "Seq Scan on bunqueue_jobs" not in plan
+    finally:
+        await conn.close()
+
+
+async def test_counts_by_state_read_the_queue_range_of_the_queue_order_index(postgres_url: str) -> None:
+    """What bunqueue_jobs_queue_state and bunqueue_jobs_active served before version 2: a queue's jobs in
+    given states, and its running jobs (the concurrency limit), among other queues' jobs."""
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        await migrate(conn)
+        for queue, state, count in (("q", states.ACTIVE, 50), ("busy", states.ACTIVE, 5000),
+                                    ("q", states.READY, 2000), ("busy", states.READY, 20000)):
+            await conn.execute(
+                "INSERT INTO bunqueue_jobs (namespace, id, queue, state, run_at, created_at, record,"
+                " lease_expires_at) SELECT 'n', $1 || g, $1, $2, 0, 0, '\\x00', g FROM generate_series(1, $3) g",
+                f"{queue}-{state}-", state, count,
             )
-        )
-        assert "bunqueue_jobs_claim" in plan
-        assert "Sort" not in plan
+        await conn.execute("ANALYZE bunqueue_jobs")
+        for statement in (
+            queries.COUNT_QUEUED,
+            f"SELECT count(*) FROM bunqueue_jobs WHERE namespace = $1 AND queue = $2 AND state = {states.ACTIVE}",
+        ):
+            plan = await _plan(conn, statement, "n", "q")
+            assert "bunqueue_jobs_queue_order" in plan, plan
+            assert "Index Cond: ((namespace = 'n'::text) AND (queue = 'q'::text)" in plan, plan
+    finally:
+        await conn.close()
+
+
+async def test_a_version_1_database_with_jobs_migrates_and_claims_in_the_same_order(postgres_url: str) -> None:
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        async with conn.transaction():
+            await conn.execute("CREATE TABLE bunqueue_schema_version (version integer PRIMARY KEY,"
+                               " applied_at timestamptz NOT NULL DEFAULT now())")
+            for statement in MIGRATIONS[1]:
+                await conn.execute(statement)
+            await conn.execute("INSERT INTO bunqueue_schema_version (version) VALUES (1)")
+        for job_id, priority, lifo, run_at in _ORDER_ROWS:
+            await _insert_ready(conn, job_id, priority, lifo, run_at)
+        assert await migrate(conn) == SCHEMA_VERSION
+        rows = await conn.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'bunqueue_jobs'")
+        names = {row[0] for row in rows}
+        assert "bunqueue_jobs_queue_order" in names
+        assert not names & {"bunqueue_jobs_claim", "bunqueue_jobs_queue_state", "bunqueue_jobs_active"}
+        claimed = await conn.fetch(statements.CLAIM, "n", "q", "b", 1, ["w"] * 10, [1000.0] * 10, False)
+        assert [row["id"] for row in claimed] == []  # no session row: a broker without one claims nothing
+        await conn.execute("INSERT INTO bunqueue_broker_sessions VALUES ('n', 'b', 1, 0, 0, 9e15)")
+        claimed = await conn.fetch(statements.CLAIM, "n", "q", "b", 1, ["w"] * 10, [1000.0] * 10, False)
+        assert [row["id"] for row in sorted(claimed, key=lambda row: row["slot"])] == _CLAIM_ORDER
     finally:
         await conn.close()
 
@@ -88,23 +158,13 @@ async def test_claim_order_is_the_memory_heap_order(postgres_url: str) -> None:
     conn = await asyncpg.connect(postgres_url)
     try:
         await migrate(conn)
-        rows = [  # id, priority, lifo, run_at
-            ("fifo-late", 0, False, 20), ("fifo-early", 0, False, 10), ("lifo-1", 0, True, 10),
-            ("lifo-2", 0, True, 10), ("urgent", 5, False, 30), ("fifo-early-2", 0, False, 10),
-        ]
-        for job_id, priority, lifo, run_at in rows:
-            await conn.execute(
-                "INSERT INTO bunqueue_jobs (namespace, id, queue, state, priority, lifo, run_at, created_at, record)"
-                " VALUES ('n', $1, 'q', $2, $3, $4, $5, 0, '\\x00')",
-                job_id, states.READY, priority, lifo, run_at,
-            )
+        for job_id, priority, lifo, run_at in _ORDER_ROWS:
+            await _insert_ready(conn, job_id, priority, lifo, run_at)
         order = await conn.fetch(
             f"SELECT id FROM bunqueue_jobs WHERE namespace = 'n' AND queue = 'q' AND state = {states.READY}"
             " ORDER BY priority DESC, lifo_rank, run_at, seq"
         )
-        assert [row["id"] for row in order] == [
-            "urgent", "lifo-2", "lifo-1", "fifo-early", "fifo-early-2", "fifo-late",
-        ]
+        assert [row["id"] for row in order] == _CLAIM_ORDER
     finally:
         await conn.close()
 
@@ -116,7 +176,8 @@ async def test_brokers_migrating_at_once_all_succeed_with_one_schema(postgres_ur
         assert versions == [SCHEMA_VERSION] * 4
         assert await _tables(conns[0]) == TABLES
         assert await conns[0].fetchval("SELECT count(*) FROM bunqueue_schema_version") == SCHEMA_VERSION
-        indexes = await conns[0].fetchval("SELECT count(*) FROM pg_indexes WHERE indexname = 'bunqueue_jobs_claim'")
+        indexes = await conns[0].fetchval(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'bunqueue_jobs_queue_order'")
         assert indexes == 1
     finally:
         for conn in conns:

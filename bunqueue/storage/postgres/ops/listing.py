@@ -1,6 +1,6 @@
 """Listings of the PostgreSQL engine: GetJobs, GetCountsPerPriority and ListQueues, as the memory engine
 lists them (``bunqueue.broker.ops.listing``), each one statement over the queue's range of
-``bunqueue_jobs_queue_state``.
+``bunqueue_jobs_queue_order``.
 
 GetJobs pages in SQL: ordered by creation time then id (ids compared byte-wise, as Python compares them),
 offset and limit as JS ``slice`` takes them. Its handler asks ``find_result`` for every job of the page,
