@@ -34,8 +34,11 @@ MARK = EVENTS_MARK
 PACKED_ROOM = 5800
 # A field larger than this (packed) is left out of an event too large for one notification.
 FIELD_ROOM = 512
-# (queue, event type, job id, timestamp, the event's other fields)
-Event = tuple[str, str, str, float, dict[str, Any]]
+# (queue, event type, job id, timestamp, the event's other fields); a list of ids in place of the job id
+# stands for that event of each of them (``send_many``), in order.
+Event = tuple[str, str, str | list[str], float, dict[str, Any]]
+# The ids one entry of ``send_many`` carries: 128 generated ids pack to under 5,000 bytes.
+IDS_PER_EVENT = 128
 # The event type of a system event (``EventHub.notify``): this mark, then its name; its queue and job id are
 # empty and its fields are its data.
 SYSTEM_MARK = "!"
@@ -63,6 +66,12 @@ class Broadcast:
         self._pending.append(event)
         if self._flusher is None:
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    def send_many(self, queue: str, event_type: str, job_ids: list[str], timestamp: float) -> None:
+        """``send`` of ``event_type`` for each of ``job_ids`` with no other field (a batch's admission), as
+        one entry per ``IDS_PER_EVENT`` ids: the other brokers hear one event per id (``read``)."""
+        for start in range(0, len(job_ids), IDS_PER_EVENT):
+            self.send((queue, event_type, job_ids[start:start + IDS_PER_EVENT], timestamp, _NO_FIELDS))
 
     async def _flush(self) -> None:
         try:
@@ -105,8 +114,14 @@ class Broadcast:
             namespace, broker_id = next(unpacker)
             if namespace != self.namespace or broker_id == self.broker_id:
                 return None
-            return [(*event[:5], event[5] if len(event) > 5 else []) for event in unpacker]
-        except (ValueError, TypeError, StopIteration, msgpack.UnpackException):
+            events: list[Received] = []
+            for event in unpacker:
+                if type(event[2]) is list:
+                    events.extend((event[0], event[1], job_id, event[3], {}, []) for job_id in event[2])
+                else:
+                    events.append((*event[:5], event[5] if len(event) > 5 else []))
+            return events
+        except (ValueError, TypeError, IndexError, StopIteration, msgpack.UnpackException):
             log.warning("ignored a malformed event notification: %r", payload[:200])
             return None
 
@@ -114,6 +129,8 @@ class Broadcast:
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
 
+
+_NO_FIELDS: dict[str, Any] = {}
 
 # One packer for the events, kept: building one per event costs more than packing it. Events are packed on
 # the loop only (``Broadcast._flush``).

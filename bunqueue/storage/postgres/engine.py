@@ -92,7 +92,7 @@ class PostgresEngine(
         self.counters = Counters()
         self.counters.max_prometheus_queues = settings.metrics_max_queues
         PostgresJobs.__init__(
-            self, hot, clock, JobEvents(self.counters, self.publish, clock, self.events)
+            self, hot, clock, JobEvents(self.counters, self.publish, self.publish_many, clock, self.events)
         )
         self.pool = hot.pool
         self.namespace = hot.namespace

@@ -22,6 +22,8 @@ from bunqueue.storage.schema import unpack
 
 # publish(queue, event type, job id, **fields)
 Publish = Callable[..., None]
+# publish_many(queue, event type, job ids): the event of each job, with no other field
+PublishMany = Callable[[str, str, list[str]], None]
 
 
 class JobEvents:
@@ -29,13 +31,15 @@ class JobEvents:
     (the engine seeds ``queues`` with the namespace's queues at start), as the memory engine tells of a queue
     it creates."""
 
-    __slots__ = ("clock", "counters", "hub", "publish", "queues")
+    __slots__ = ("clock", "counters", "hub", "publish", "publish_many", "queues")
 
     def __init__(
-        self, counters: Counters, publish: Publish, clock: Callable[[], float] = now_ms, hub: EventHub | None = None,
+        self, counters: Counters, publish: Publish, publish_many: PublishMany, clock: Callable[[], float] = now_ms,
+        hub: EventHub | None = None,
     ) -> None:
         self.counters = counters
         self.publish = publish
+        self.publish_many = publish_many
         self.clock = clock
         self.hub = hub
         self.queues: set[str] = set()
@@ -47,15 +51,20 @@ class JobEvents:
             self.queues.add(jobs[0].queue)
             if self.hub is not None:
                 self.hub.queue_created(jobs[0].queue)
-        inserted = 0
-        for job, job_id in zip(jobs, ids):
-            if job_id == job.id:
-                inserted += 1
-                self.counters.on_pushed(job.queue)
-                self.publish(job.queue, eventhub.PUSHED, job_id)
-            else:
-                self.counters.on_event(job.queue)
-                self.publish(job.queue, eventhub.DUPLICATED, job_id)
+        if len(jobs) > 1 and all(job_id == job.id for job, job_id in zip(jobs, ids)):
+            inserted = len(jobs)
+            self.counters.on_pushed(jobs[0].queue, inserted)
+            self.publish_many(jobs[0].queue, eventhub.PUSHED, ids)
+        else:
+            inserted = 0
+            for job, job_id in zip(jobs, ids):
+                if job_id == job.id:
+                    inserted += 1
+                    self.counters.on_pushed(job.queue)
+                    self.publish(job.queue, eventhub.PUSHED, job_id)
+                else:
+                    self.counters.on_event(job.queue)
+                    self.publish(job.queue, eventhub.DUPLICATED, job_id)
         if inserted and len(jobs) > 1 and self.hub is not None and self.hub.notices:
             self.hub.notify(eventnames.BATCH_PUSHED, {
                 "queue": jobs[0].queue, "total": len(jobs), "inserted": inserted, "duplicates": len(jobs) - inserted})

@@ -47,7 +47,10 @@ class PostgresJobs:
         self.hot = hot
         self.clock = clock
         self.factory = JobFactory()
-        self.job_events = job_events or JobEvents(Counters(), EventHub(clock).emit, clock)
+        if job_events is None:
+            hub = EventHub(clock)
+            job_events = JobEvents(Counters(), hub.emit, hub.emit_many, clock)
+        self.job_events = job_events
         hot.on_resolved = self.dependencies_resolved
         self.flow_checks: set[asyncio.Task[None]] = set()
 

@@ -53,6 +53,7 @@ class EventsFamily(Family):
     heard_later: list[Received] | None = None
     # Webhook delivery (``ops.webhooks``), on the broker that committed the event.
     offer_webhook_event: Callable[[str, str, str, float, dict[str, Any]], None]
+    offer_webhook_events: Callable[[str, str, list[str], float], None]
 
     def subscribe_events(self, session: Session, queue: str) -> None:
         self.events.subscribe(session, queue)
@@ -77,6 +78,17 @@ class EventsFamily(Family):
         # Webhooks hear it here, on the committing broker only (``ops.webhooks``: this broker's copy of them).
         self.offer_webhook_event(event_type, queue, job_id, now, fields)
         self.broadcast.send((queue, event_type, job_id, now, fields))
+
+    def publish_many(self, queue: str, event_type: str, job_ids: list[str]) -> None:
+        """``publish`` of ``event_type`` for each of ``job_ids``, with no other field and one timestamp (a
+        batch's admission): the other brokers get the ids together, a few entries per batch."""
+        now = self.clock()
+        hub = self.events
+        if hub.taps or hub.by_queue.get(queue):
+            for job_id in job_ids:
+                hub.deliver({"eventType": event_type, "queue": queue, "jobId": job_id, "timestamp": now})
+        self.offer_webhook_events(event_type, queue, job_ids, now)
+        self.broadcast.send_many(queue, event_type, job_ids, now)
 
     def share_system_events(self) -> None:
         """From now on every system event told on this broker reaches the other brokers' streams too."""
