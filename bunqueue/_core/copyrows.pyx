@@ -66,6 +66,20 @@ cdef class CopyRows(RowBuffer):
         self.rows_written += 1
         return True
 
+    def rows(self):
+        """The rows written so far, without the stream's header: a part prepared for another stream of the
+        same namespace (``add_rows``)."""
+        if self.finished:
+            raise ValueError("the COPY stream is finished")
+        return PyBytes_FromStringAndSize(self.buf + len(_HEADER), self.length - len(_HEADER))
+
+    def add_rows(self, bytes rows, Py_ssize_t count):
+        """Append ``count`` rows that a writer of the same namespace prepared (``rows``)."""
+        if self.finished:
+            raise ValueError("the COPY stream is finished")
+        self._put(rows, len(rows))
+        self.rows_written += count
+
     def finish(self):
         """The whole stream, trailer included; the writer takes no row after it."""
         if not self.finished:

@@ -177,3 +177,30 @@ def test_the_stream_ends_once() -> None:
     assert rows.finish() == stream and stream.endswith(b"\xff\xff")
     with pytest.raises(ValueError, match="finished"):
         rows.add_plain(_job(JobFactory(), "q", {}), READY, NOW)
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXTS, st.lists(JOBS, max_size=4))
+def test_parts_written_apart_make_the_stream_written_at_once(namespace: str, parts: list[list[Any]]) -> None:
+    factory = JobFactory()
+    whole, joined = CopyRows(namespace), CopyRows(namespace)
+    for specs in parts:
+        part = CopyRows(namespace)
+        for queue, opts, priority, run_at in specs:
+            job = _job(factory, queue, opts)
+            job.priority, job.run_at = priority, run_at
+            assert whole.add_plain(job, READY, NOW) and part.add_plain(job, READY, NOW)
+        joined.add_rows(part.rows(), len(part))
+    assert len(joined) == len(whole)
+    assert joined.finish() == whole.finish()
+
+
+def test_a_finished_stream_gives_no_part_and_takes_none() -> None:
+    rows = CopyRows("ns")
+    rows.add_plain(_job(JobFactory(), "q", {}), READY, NOW)
+    part = rows.rows()
+    rows.finish()
+    with pytest.raises(ValueError, match="finished"):
+        rows.rows()
+    with pytest.raises(ValueError, match="finished"):
+        rows.add_rows(part, 1)

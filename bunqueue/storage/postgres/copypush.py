@@ -30,15 +30,42 @@ COPY_COLUMNS = (
 )
 
 
+# A PUSHB of at least this many jobs has its rows written as it arrives (``prepared``): while the flush
+# before it is in the database, not between that flush's answer and its own, when the database waits.
+PREPARE_MIN_JOBS = 16
+
+
+class PreparedJobs(list[Job]):
+    """A PUSHB's jobs with their rows, written on arrival; ``rows`` None when a job needs the INSERT."""
+
+    __slots__ = ("rows",)
+    rows: bytes | None
+
+
+def prepared(namespace: str, jobs: list[Job], now: float) -> Sequence[Job]:
+    """``jobs``, with their COPY rows when there are enough of them to pay for writing them now."""
+    if len(jobs) < PREPARE_MIN_JOBS:
+        return jobs
+    batch = PreparedJobs(jobs)
+    writer = CopyRows(namespace)
+    batch.rows = writer.rows() if all(writer.add_plain(job, READY, now) for job in jobs) else None
+    return batch
+
+
 def copy_data(namespace: str, batches: Sequence[Sequence[Job]], now: float) -> bytes | None:
     """The binary COPY stream (``COPY_COLUMNS``) of every job of ``batches``, in order; None when a job
     needs the INSERT (a custom id, a unique key, a dependency or parent link, a run time still to come)."""
-    rows = CopyRows(namespace)
+    stream = CopyRows(namespace)
     for jobs in batches:
-        for job in jobs:
-            if not rows.add_plain(job, READY, now):
+        if type(jobs) is PreparedJobs:
+            if jobs.rows is None:
                 return None
-    return rows.finish()
+            stream.add_rows(jobs.rows, len(jobs))
+            continue
+        for job in jobs:
+            if not stream.add_plain(job, READY, now):
+                return None
+    return stream.finish()
 
 
 async def copy_jobs(conn: asyncpg.Connection, data: bytes) -> None:

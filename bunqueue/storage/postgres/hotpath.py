@@ -146,7 +146,7 @@ class HotPath:
 
     async def push_many(self, jobs: list[Job]) -> list[str]:
         """PUSHB: the ids, in order. A job whose custom id or unique key is live answers that job's id."""
-        return await self._pushes.submit(jobs)
+        return await self._pushes.submit(copypush.prepared(self.namespace, jobs, now_ms()))
 
     async def _flush_pushes(self, batches: list[Sequence[Job]]) -> list[list[str] | BaseException]:
         if sum(map(len, batches)) >= copypush.COPY_MIN_JOBS:

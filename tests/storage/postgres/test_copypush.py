@@ -164,3 +164,20 @@ async def test_a_wake_up_that_fails_after_the_commit_does_not_fail_the_push(
     # A puller of this broker was woken locally and finds them at once.
     jobs, _ = await hot.claim("unannounced", copypush.COPY_MIN_JOBS, "w", TTL)
     assert sorted(job.id for job in jobs) == sorted(ids)
+
+
+async def test_requests_written_on_arrival_and_at_the_flush_go_in_one_copy_in_their_order(
+    hot: _Counted, factory: JobFactory
+) -> None:
+    now = now_ms()
+    sizes = (copypush.PREPARE_MIN_JOBS + 4, copypush.PREPARE_MIN_JOBS - 1, copypush.COPY_MIN_JOBS)
+    batches = [_jobs(factory, "parts", size, now) for size in sizes]
+    # Submitted together, they make one flush: two PUSHBs prepared on arrival around one that was not.
+    answers = await asyncio.gather(*(hot.push_many(jobs) for jobs in batches))
+    assert hot.copies == 1
+    assert [len(ids) for ids in answers] == list(sizes)
+    rows = await _rows(hot, "parts")
+    assert [row["id"] for row in rows] == [job_id for ids in answers for job_id in ids]
+    stored = [stored_job(row) for row in rows]
+    assert [(job.id, job.name, job.data, job.priority, job.lifo) for job in stored] == [
+        (job.id, job.name, job.data, job.priority, job.lifo) for jobs in batches for job in jobs]
