@@ -5,6 +5,13 @@ runs one statement for all of it and settles each future; whatever arrived meanw
 No timer holds a request back: an idle collector flushes a lone request at once. The flusher is the only
 task, started with the first request and parked on an event while nothing is pending, so a request costs
 a list append and a future, never a task of its own.
+
+A ``balanced`` collector evens its flushes out. Taking everything pending locks a steady load into
+alternating large and small flushes: the requests answered by a large flush come back while the small
+one runs, and those answered by the small one while the next large one runs. The broker prepares the
+requests of one flush while the database writes the other, so each waits on the other for the difference.
+A balanced collector takes, of a backlog larger than its last flush, the midpoint between the two: the
+flushes of a steady load converge to equal halves, and a burst is still taken half at a time at least.
 """
 from __future__ import annotations
 
@@ -25,9 +32,9 @@ class CollectorClosed(Exception):
 
 
 class Collector(Generic[Request, Outcome]):
-    __slots__ = ("_flush", "_requests", "_futures", "_ready", "_task", "_closed", "max_batch")
+    __slots__ = ("_flush", "_requests", "_futures", "_ready", "_task", "_closed", "_last", "balanced", "max_batch")
 
-    def __init__(self, flush: Flush[Request, Outcome], max_batch: int = 10_000) -> None:
+    def __init__(self, flush: Flush[Request, Outcome], max_batch: int = 10_000, balanced: bool = False) -> None:
         self._flush = flush
         self._requests: list[Request] = []
         self._futures: list[asyncio.Future[Outcome]] = []
@@ -36,6 +43,9 @@ class Collector(Generic[Request, Outcome]):
         self._closed = False
         # A flush takes at most this many requests; the rest wait for the next one.
         self.max_batch = max_batch
+        self.balanced = balanced
+        # How many requests the last flush took.
+        self._last = 0
 
     def submit(self, request: Request) -> asyncio.Future[Outcome]:
         """Queue ``request`` for the next flush; its outcome arrives on the future."""
@@ -61,7 +71,10 @@ class Collector(Generic[Request, Outcome]):
                 await self._ready.wait()
                 continue
             cut = self.max_batch
+            if self.balanced and len(self._requests) > self._last > 0:
+                cut = min(cut, (len(self._requests) + self._last + 1) // 2)
             requests, self._requests = self._requests[:cut], self._requests[cut:]
+            self._last = len(requests)
             futures, self._futures = self._futures[:cut], self._futures[cut:]
             try:
                 outcomes = await self._flush(requests)

@@ -82,7 +82,7 @@ class HotPath:
         self.on_resolved: Callable[[list[str], list[str]], None] | None = None
         self.namespace = session.namespace
         self.poll_interval_s = poll_interval_ms / 1000
-        self._pushes: Collector[Sequence[Job], list[str]] = Collector(self._flush_pushes)
+        self._pushes: Collector[Sequence[Job], list[str]] = Collector(self._flush_pushes, balanced=True)
         # Queues a COPY made jobs ready in, whose wake-up is still to be sent (``_announce``).
         self._announced: set[str] = set()
         self._announcer: asyncio.Task[None] | None = None

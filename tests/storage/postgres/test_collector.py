@@ -74,3 +74,41 @@ async def test_one_flusher_task_however_many_requests() -> None:
     await collector.close()
     with pytest.raises(CollectorClosed):
         collector.submit(1)
+
+
+async def _closed_loop(collector: Collector[int, int], first: int, later: int, rounds: int) -> None:
+    """Clients that each send their next request as soon as the last is answered: ``first`` of them start
+    at once, ``later`` while the first flush runs (a steady load started unevenly)."""
+    async def client(n: int) -> None:
+        for _ in range(rounds):
+            await collector.submit(n)
+
+    tasks = [asyncio.create_task(client(n)) for n in range(first)]
+    await asyncio.sleep(0.003)
+    tasks += [asyncio.create_task(client(n)) for n in range(first, first + later)]
+    await asyncio.gather(*tasks)
+    await collector.close()
+
+
+async def test_a_steady_load_alternates_large_and_small_flushes_unless_balanced() -> None:
+    taking_all = Recorder()
+    await _closed_loop(Collector(taking_all.flush), 4, 12, 6)
+    assert [len(batch) for batch in taking_all.batches] == [4, 12] * 6
+    balanced = Recorder()
+    await _closed_loop(Collector(balanced.flush, balanced=True), 4, 12, 6)
+    sizes = [len(batch) for batch in balanced.batches]
+    # The backlog of 12 after the first flush of 4 is taken 8 at a time, and the flushes stay even.
+    assert sizes == [4] + [8] * 11 + [4]
+    assert sum(sizes) == 16 * 6
+
+
+async def test_a_balanced_collector_takes_a_burst_half_at_a_time_at_least() -> None:
+    recorder = Recorder()
+    collector: Collector[int, int] = Collector(recorder.flush, balanced=True)
+    first = collector.submit(0)
+    await asyncio.sleep(0.005)
+    burst = [collector.submit(n) for n in range(1, 101)]
+    assert [await first, *[await f for f in burst]] == [n * 10 for n in range(101)]
+    # 100 behind a flush of 1: 51, then the 49 left (no more than the last flush took).
+    assert [len(batch) for batch in recorder.batches] == [1, 51, 49]
+    await collector.close()
