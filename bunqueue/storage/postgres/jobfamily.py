@@ -73,7 +73,7 @@ class PostgresJobs:
             return []
         for job in jobs:
             check_keys(job)
-        ids = await self.hot.push_many([admitted(job, now) for job in jobs])
+        ids = await self.hot.push_many(admitted_batch(jobs, now))
         self.job_events.pushed(jobs, ids)
         return ids
 
@@ -156,16 +156,33 @@ class PostgresJobs:
 
 def check_keys(job: Job) -> None:
     """Refuse a custom id or unique key too long for a PostgreSQL index entry (``MAX_KEY_CHARS``)."""
+    if job.custom_id is None and job.unique_key is None:
+        return
     for field, key in (("jobId", job.custom_id), ("uniqueKey", job.unique_key)):
         if type(key) is str and len(key) > MAX_KEY_CHARS:
             raise CommandError(errors.must_be_at_most_chars(field, MAX_KEY_CHARS))
 
 
+def _initial_state(job: Job, now: float) -> str:
+    if job.run_at > now:
+        return states.DELAYED_NAME
+    return states.PRIORITIZED if job.priority > 0 else states.WAITING
+
+
 def admitted(job: Job, now: float) -> Job:
     """``job`` with the first timeline entry the memory engine gives a job it admits."""
-    if job.run_at > now:
-        initial = states.DELAYED_NAME
-    else:
-        initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
-    job.timeline = [{"state": initial, "timestamp": now}]
+    job.timeline = [{"state": _initial_state(job, now), "timestamp": now}]
     return job
+
+
+def admitted_batch(jobs: list[Job], now: float) -> list[Job]:
+    """``admitted`` for a batch's jobs: those that enter in the same state share one timeline, as nothing
+    changes a pushed job's timeline before its row is written, and each row holds its own copy."""
+    timelines: dict[str, list[dict[str, Any]]] = {}
+    for job in jobs:
+        initial = _initial_state(job, now)
+        timeline = timelines.get(initial)
+        if timeline is None:
+            timeline = timelines[initial] = [{"state": initial, "timestamp": now}]
+        job.timeline = timeline
+    return jobs

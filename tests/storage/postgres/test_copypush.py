@@ -14,7 +14,7 @@ from bunqueue.broker import states
 from bunqueue.broker.clock import now_ms
 from bunqueue.storage.postgres import copypush, statements
 from bunqueue.storage.postgres.hotpath import HotPath, PushLost
-from bunqueue.storage.postgres.jobfamily import admitted
+from bunqueue.storage.postgres.jobfamily import PostgresJobs, admitted
 from bunqueue.storage.postgres.jobrows import stored_columns, stored_job
 from bunqueue.storage.schema import pack
 from tests.storage.postgres.test_hotpath import NS, TTL, _build, _open
@@ -181,3 +181,21 @@ async def test_requests_written_on_arrival_and_at_the_flush_go_in_one_copy_in_th
     stored = [stored_job(row) for row in rows]
     assert [(job.id, job.name, job.data, job.priority, job.lifo) for job in stored] == [
         (job.id, job.name, job.data, job.priority, job.lifo) for jobs in batches for job in jobs]
+
+
+@pytest.mark.parametrize("delayed", [False, True], ids=["copied", "inserted"])
+async def test_a_batchs_jobs_each_keep_the_first_timeline_entry_of_the_state_they_entered(
+    hot: _Counted, delayed: bool
+) -> None:
+    family = PostgresJobs(hot)
+    kinds = [{}, {"priority": 5}] + ([{"delay": 60_000}] if delayed else [])
+    items = [{"name": f"j{i}", **kinds[i % len(kinds)]} for i in range(copypush.COPY_MIN_JOBS + 6)]
+    before = now_ms()
+    ids = await family.push_many_async("timelines", items)
+    assert hot.copies == (0 if delayed else 1)
+    stored = {row["id"]: stored_job(row) for row in await _rows(hot, "timelines")}
+    names = [states.WAITING, states.PRIORITIZED, states.DELAYED_NAME]
+    for i, job_id in enumerate(ids):
+        timeline = stored[job_id].timeline
+        assert [entry["state"] for entry in timeline] == [names[i % len(kinds)]]
+        assert before <= timeline[0]["timestamp"] <= now_ms()
