@@ -96,12 +96,14 @@ async def connect(config: PostgresConfig) -> asyncpg.Connection:
 
 
 async def create_pool(config: PostgresConfig) -> asyncpg.Pool:
-    """The broker's pool: ``pool_size`` connections, each with the session settings and stored values."""
+    """The broker's pool: ``pool_size`` connections, each with the session settings and stored values, all
+    opened at start: the first requests of a busy start do not wait for new connections, and a database that
+    refuses them refuses the start."""
     one_line_pool_warnings()
     try:
         pool = await asyncpg.create_pool(
             config.url,
-            min_size=1,
+            min_size=config.pool_size,
             max_size=config.pool_size,
             timeout=CONNECT_TIMEOUT_S,
             server_settings=config.server_settings(),

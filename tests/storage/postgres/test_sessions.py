@@ -44,6 +44,8 @@ async def test_every_pool_connection_carries_the_brokers_timeouts_and_name(postg
     )
     pool = await create_pool(config)
     try:
+        # Every connection is open from the start.
+        assert (pool.get_size(), pool.get_idle_size()) == (3, 3)
         conns = [await pool.acquire() for _ in range(3)]
         for conn in conns:
             shown = [await conn.fetchval(f"SHOW {name}") for name in (
