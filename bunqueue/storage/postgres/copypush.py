@@ -30,11 +30,6 @@ COPY_COLUMNS = (
 )
 
 
-# A PUSHB of at least this many jobs has its rows written as it arrives (``prepared``): while the flush
-# before it is in the database, not between that flush's answer and its own, when the database waits.
-PREPARE_MIN_JOBS = 16
-
-
 class PreparedJobs(list[Job]):
     """A PUSHB's jobs with their rows, written on arrival; ``rows`` None when a job needs the INSERT."""
 
@@ -43,8 +38,10 @@ class PreparedJobs(list[Job]):
 
 
 def prepared(namespace: str, jobs: list[Job], now: float) -> Sequence[Job]:
-    """``jobs``, with their COPY rows when there are enough of them to pay for writing them now."""
-    if len(jobs) < PREPARE_MIN_JOBS:
+    """``jobs``, with their COPY rows when they are enough for a COPY on their own: written as they arrive,
+    while the flush before them is in the database, not between that flush's answer and their own, when the
+    database waits. A smaller request's rows are written by its flush, only if the flush is copied."""
+    if len(jobs) < COPY_MIN_JOBS:
         return jobs
     batch = PreparedJobs(jobs)
     writer = CopyRows(namespace)

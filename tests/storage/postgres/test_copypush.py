@@ -170,7 +170,7 @@ async def test_requests_written_on_arrival_and_at_the_flush_go_in_one_copy_in_th
     hot: _Counted, factory: JobFactory
 ) -> None:
     now = now_ms()
-    sizes = (copypush.PREPARE_MIN_JOBS + 4, copypush.PREPARE_MIN_JOBS - 1, copypush.COPY_MIN_JOBS)
+    sizes = (copypush.COPY_MIN_JOBS + 4, copypush.COPY_MIN_JOBS - 1, copypush.COPY_MIN_JOBS)
     batches = [_jobs(factory, "parts", size, now) for size in sizes]
     # Submitted together, they make one flush: two PUSHBs prepared on arrival around one that was not.
     answers = await asyncio.gather(*(hot.push_many(jobs) for jobs in batches))
