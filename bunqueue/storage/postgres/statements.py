@@ -270,10 +270,30 @@ _END_LEASE = "lease_token = NULL, lease_broker = NULL, lease_session = NULL, lea
 
 # A running row an ack or fail may settle: its token is the request's, or it was claimed without an owner
 # (no token: any request settles it, as in memory).
-_SETTLES = f"j.state = {ACTIVE} AND (j.lease_token IS NULL OR j.lease_token = r.token)"
+# Written as a CASE so that the state is no index condition: statistics taken when the table held other
+# states (a fresh table, a drained backlog) make ``state = ...`` look selective, and the planner then read
+# the whole ready or running backlog through an index on state for every flush instead of one primary-key
+# probe per request.
+_RUNNING_SETTLES = f"WHEN {ACTIVE} THEN j.lease_token IS NULL OR j.lease_token = r.token"
+_SETTLES = f"CASE j.state {_RUNNING_SETTLES} ELSE false END"
 # What an ack settles besides: a job back in its queue after an attempt that did not finish (a lapsed lease,
 # a retry), which the late ACK completes where it waits, whatever its token, as in memory.
-_ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))"
+_ACKS = (
+    f"CASE j.state {_RUNNING_SETTLES} WHEN {READY} THEN j.attempts > 0 WHEN {DELAYED} THEN j.attempts > 0"
+    " ELSE false END"
+)
+
+
+def requests(arrays: str, columns: str) -> str:
+    """CTE ``req``: a row per element of ``arrays`` (unnested side by side, named ``columns``), with the
+    namespace ($1) as its ``namespace`` column, for a statement that names jobs by id.
+
+    Joined on ``j.namespace = r.namespace AND j.id = r.id``, each job is one primary-key probe whatever the
+    statistics say. Given ``j.namespace = $1`` instead, the planner may answer that with an index range: on
+    a table it holds no statistics for (a fresh namespace), it read the whole namespace through an index for
+    every flush. MATERIALIZED keeps the namespace an opaque column rather than a constant it can push down."""
+    return f"req AS MATERIALIZED (SELECT $1::text AS namespace, * FROM unnest({arrays}) AS r({columns}))"
+
 
 # Acks by (id, token), each job named once ($2 ids, $3 tokens, $4 results or NULL, $5 the ACK's remove):
 # completed, or deleted when the ACK or the job's removeOnComplete says so (``_ACKS``: late ACKs too). A row
@@ -283,18 +303,18 @@ _ACKS = f"(({_SETTLES}) OR (j.state IN ({READY}, {DELAYED}) AND j.attempts > 0))
 # jobs that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
-req AS (SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::bool[]) AS r(id, token, result, remove)),
+{requests("$2::text[], $3::text[], $4::bytea[], $5::bool[]", "id, token, result, remove")},
 done AS (
     UPDATE bunqueue_jobs j
     SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE},
         -- The wire's count: the attempts before the one that completed (the claim counted it).
         attempts = CASE WHEN j.state = {ACTIVE} THEN j.attempts - 1 ELSE j.attempts END
     FROM req r, clock
-    WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
+    WHERE j.namespace = r.namespace AND j.id = r.id AND {_ACKS} AND NOT (r.remove OR j.remove_on_complete)
     RETURNING j.id, r.token, r.result, j.queue, j.group_id
 ), gone AS (
     DELETE FROM bunqueue_jobs j USING req r
-    WHERE j.namespace = $1 AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
+    WHERE j.namespace = r.namespace AND j.id = r.id AND {_ACKS} AND (r.remove OR j.remove_on_complete)
     RETURNING j.id, r.token, j.queue, j.group_id
 ), gone_logs AS (
     DELETE FROM bunqueue_job_logs l USING gone WHERE l.namespace = $1 AND l.job_id = gone.id
@@ -323,9 +343,10 @@ _LOST_COLUMNS = (
 # The running rows fails name ($2 ids, each once, $3 tokens), locked until ``LOSE`` writes their outcome,
 # with their queue's DLQ and stall settings and the database's time.
 LOSE_READ = f"""
+WITH {requests("$2::text[], $3::text[]", "id, token")}
 SELECT {_LOST_COLUMNS}, r.token
-FROM unnest($2::text[], $3::text[]) AS r(id, token)
-JOIN bunqueue_jobs j ON j.namespace = $1 AND j.id = r.id
+FROM req r
+JOIN bunqueue_jobs j ON j.namespace = r.namespace AND j.id = r.id
 LEFT JOIN bunqueue_queues q ON q.namespace = $1 AND q.queue = j.queue
 WHERE {_SETTLES}
 FOR UPDATE OF j
