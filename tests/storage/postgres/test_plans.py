@@ -15,6 +15,7 @@ import pytest
 from bunqueue.broker import states
 from bunqueue.storage.postgres import statements
 from bunqueue.storage.postgres.migrations import migrate
+from bunqueue.storage.postgres.ops import jobwaits, locks
 
 READY_JOBS = 5000
 RUNNING = 20
@@ -38,8 +39,8 @@ async def unanalyzed(postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
         )
         await conn.execute(
             "INSERT INTO bunqueue_jobs (namespace, id, queue, state, priority, lifo, run_at, created_at, record,"
-            " attempts, lease_token, lease_expires_at)"
-            " SELECT 'n', 'run-' || i, 'q', $1, 0, false, i, 0, $3, 1, 'token-' || i, 9e15"
+            " attempts, lease_token, lease_expires_at, worker_id)"
+            " SELECT 'n', 'run-' || i, 'q', $1, 0, false, i, 0, $3, 1, 'token-' || i, 9e15, 'worker'"
             " FROM generate_series(0, $2 - 1) i",
             states.ACTIVE, RUNNING, RECORD,
         )
@@ -104,3 +105,21 @@ async def test_a_fail_reads_each_running_job_by_its_key(unanalyzed: asyncpg.Conn
     async with unanalyzed.transaction():
         rows = await unanalyzed.fetch(statements.LOSE_READ, "n", [*ids, "ready-1"], [*tokens, "x"])
     assert sorted(row["id"] for row in rows) == sorted(ids)
+
+
+async def test_a_heartbeat_renews_each_lease_by_its_key(unanalyzed: asyncpg.Connection) -> None:
+    ids, tokens = _ids("run"), _ids("token")
+    args = ("n", ids, tokens, [1000.0] * RUNNING, [True] * RUNNING)
+    _assert_probes(await _plan(unanalyzed, locks.RENEW, *args), ("j",))
+    literals = (f"'n', {_array(ids)}, {_array(tokens)}, array_fill(1000::float8, ARRAY[{RUNNING}]),"
+                f" array_fill(true, ARRAY[{RUNNING}])")
+    _assert_probes(await _generic_plan(unanalyzed, locks.RENEW, literals), ("j",))
+    assert sorted(row["id"] for row in await unanalyzed.fetch(locks.RENEW, *args)) == sorted(ids)
+
+
+async def test_a_wait_for_jobs_reads_each_by_its_key(unanalyzed: asyncpg.Connection) -> None:
+    ids = [*_ids("run"), "ready-1", "missing"]
+    _assert_probes(await _plan(unanalyzed, jobwaits.OUTCOMES, "n", ids), ("j",))
+    _assert_probes(await _generic_plan(unanalyzed, jobwaits.OUTCOMES, f"'n', {_array(ids)}"), ("j",))
+    rows = await unanalyzed.fetch(jobwaits.OUTCOMES, "n", ids)
+    assert [(row["id"], row["present"]) for row in rows] == [(job_id, job_id != "missing") for job_id in ids]

@@ -17,6 +17,7 @@ from bunqueue import errors
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.outages import OutageLog
+from bunqueue.storage.postgres.statements import requests
 from bunqueue.storage.schema import unpack
 
 Reply = dict[str, Any]
@@ -24,10 +25,11 @@ Reply = dict[str, Any]
 WAIT_POLL_S = 0.05
 
 # The jobs named by $2, each with whether it still exists, its state and its result (NULL for none).
-OUTCOMES = """
+OUTCOMES = f"""
+WITH {requests("$2::text[]", "id")}
 SELECT w.id, j.id IS NOT NULL AS present, j.state, r.result
-FROM unnest($2::text[]) AS w(id)
-LEFT JOIN bunqueue_jobs j ON j.namespace = $1 AND j.id = w.id
+FROM req w
+LEFT JOIN bunqueue_jobs j ON j.namespace = w.namespace AND j.id = w.id
 LEFT JOIN bunqueue_results r ON r.namespace = $1 AND r.job_id = w.id
 """
 
