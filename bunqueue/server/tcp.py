@@ -64,7 +64,8 @@ class BrokerProtocol(asyncio.Protocol):
         self.chunks: list[bytes] = []
         self.chunked = 0
         self.partial_timer: asyncio.TimerHandle | None = None
-        # Event frames for this client, written together at the end of the loop turn that made them.
+        # Event frames and replies of commands that waited, written together at the end of the loop turn that
+        # made them.
         self.outbox: list[dict[str, Any]] = []
         self.closed = False
 
@@ -194,8 +195,13 @@ class BrokerProtocol(asyncio.Protocol):
     # -- replies that come later -------------------------------------------------------------------
 
     def deliver(self, replies: list[Reply]) -> None:
-        if not self.closed:
-            self.send(replies)
+        """Replies of commands that waited, written with the event frames at the end of the loop turn: one
+        statement of the database answers many commands at once, and their replies go in one write."""
+        if self.closed:
+            return
+        self.outbox.extend(replies)
+        if len(self.outbox) == len(replies):
+            asyncio.get_running_loop().call_soon(self.flush_events)
 
     def task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)

@@ -152,3 +152,20 @@ async def test_waiting_commands_beyond_the_limit_wait_their_turn() -> None:
     answered = [r["reqId"] for r in transport.replies()]
     assert sorted(answered, key=str) == sorted([*range(60), "p", "big"], key=str)
     assert transport.reading and not protocol.backlog
+
+
+async def test_replies_of_commands_that_finish_together_go_out_in_one_write() -> None:
+    release = asyncio.Event()
+
+    async def waits() -> dict[str, Any]:
+        await release.wait()
+        return {"ok": True}
+
+    protocol, transport = connection({"Wait": lambda broker, cmd, session: waits()})
+    protocol.data_received(b"".join(request(cmd="Wait", reqId=i) for i in range(10)))
+    assert transport.writes == []
+    release.set()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(transport.writes) == 1
+    assert [r["reqId"] for r in transport.replies()] == list(range(10))
