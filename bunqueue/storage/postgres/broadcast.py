@@ -5,13 +5,15 @@ An event is sent with NOTIFY on the wake-up channel (``statements.CHANNEL``), af
 true, and every broker's listening connection (``wakeups``) hands the namespace's events to its own
 subscribers and streams. Nothing is written per event: a notification is not stored once delivered.
 
-Events are gathered as they happen and sent by one flusher, which takes everything that arrived while the
-previous statement ran: a burst of events costs one statement (``SELECT pg_notify(...) FROM unnest(...)``),
-whatever the number of notifications it needs. A notification is one text shorter than PostgreSQL's limit
-(8000 bytes): a marker, then base64 of MessagePack, so job data and results cross exactly as the wire
-carries them (binary, large integers). An event too large for one notification on its own crosses without
-its large fields, named in the event (``Received``'s last item): the other brokers read a left-out ``data``
-(the job data or result) back from the database (``ops.events``).
+Events are gathered as they happen and sent by one flusher, which takes everything that arrived in the
+``WINDOW_S`` after the first one and while the previous statement ran: a burst of events costs one
+statement (``SELECT pg_notify(...) FROM unnest(...)``), whatever the number of notifications it needs, and
+a steady stream (a pulled and a completed event per job) at most one per window, where sending as soon as
+the previous statement returned took one for every two or three jobs. A notification is one text shorter
+than PostgreSQL's limit (8000 bytes): a marker, then base64 of MessagePack, so job data and results cross
+exactly as the wire carries them (binary, large integers). An event too large for one notification on its
+own crosses without its large fields, named in the event (``Received``'s last item): the other brokers read
+a left-out ``data`` (the job data or result) back from the database (``ops.events``).
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ FIELD_ROOM = 512
 # (queue, event type, job id, timestamp, the event's other fields); a list of ids in place of the job id
 # stands for that event of each of them (``send_many``), in order.
 Event = tuple[str, str, str | list[str], float, dict[str, Any]]
+# How long the first event of a notification waits for others: what an event on another broker's stream
+# lags behind its commit, at most, beyond the statement itself.
+WINDOW_S = 0.005
 # The ids one entry of ``send_many`` carries: 128 generated ids pack to under 5,000 bytes.
 IDS_PER_EVENT = 128
 # The event type of a system event (``EventHub.notify``): this mark, then its name; its queue and job id are
@@ -51,8 +56,9 @@ NOTIFY_MANY = f"SELECT count(pg_notify('{CHANNEL}', payload)) FROM unnest($1::te
 class Broadcast:
     """This broker's outgoing events (``send``) and the reading of other brokers' ones (``read``)."""
 
-    def __init__(self, pool: asyncpg.Pool, namespace: str, broker_id: str) -> None:
+    def __init__(self, pool: asyncpg.Pool, namespace: str, broker_id: str, window_s: float = WINDOW_S) -> None:
         self.pool = pool
+        self.window_s = window_s
         self.namespace = namespace
         self.broker_id = broker_id
         self._header = msgpack.packb([namespace, broker_id], use_bin_type=True)
@@ -76,6 +82,7 @@ class Broadcast:
     async def _flush(self) -> None:
         try:
             while self._pending:
+                await asyncio.sleep(self.window_s)
                 events, self._pending = self._pending, []
                 try:
                     await self.pool.execute(NOTIFY_MANY, self.payloads(events))

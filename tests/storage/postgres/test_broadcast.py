@@ -2,6 +2,7 @@
 come out as one event per id, in order, each notification under PostgreSQL's payload limit."""
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
@@ -18,10 +19,12 @@ class RecordingPool:
 
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self.statements = 0
 
     async def execute(self, statement: str, payloads: list[str]) -> None:
         assert statement == NOTIFY_MANY
         self.sent.extend(payloads)
+        self.statements += 1
 
 
 async def _sent(events: list[tuple[str, Any]]) -> list[str]:
@@ -34,6 +37,17 @@ async def _sent(events: list[tuple[str, Any]]) -> list[str]:
             sender.send_many(*event)
     await sender.close()
     return pool.sent
+
+
+async def test_events_that_come_within_the_window_share_one_statement() -> None:
+    pool = RecordingPool()
+    sender = Broadcast(pool, "ns", "broker-a", window_s=0.5)  # type: ignore[arg-type]
+    for n in range(5):
+        sender.send(("q", "pulled", f"job-{n}", 1.0, {}))
+        await asyncio.sleep(0.001)
+    await sender.close()
+    assert pool.statements == 1
+    assert [event[2] for event in _heard(pool.sent)] == [f"job-{n}" for n in range(5)]
 
 
 def _heard(payloads: list[str]) -> list[tuple[Any, ...]]:
