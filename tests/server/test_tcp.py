@@ -133,14 +133,17 @@ async def test_a_handler_that_raises_answers_internal_error_and_keeps_the_connec
     assert transport.replies()[1]["reqId"] == 2
 
 
-async def test_waiting_commands_beyond_the_limit_wait_their_turn() -> None:
-    release = asyncio.Event()
-
+def waiting(release: asyncio.Event) -> Any:
+    """A handler whose commands wait until ``release`` is set."""
     async def waits() -> dict[str, Any]:
         await release.wait()
         return {"ok": True}
+    return lambda broker, cmd, session: waits()
 
-    protocol, transport = connection({"Wait": lambda broker, cmd, session: waits()})
+
+async def test_waiting_commands_beyond_the_limit_wait_their_turn() -> None:
+    release = asyncio.Event()
+    protocol, transport = connection({"Wait": waiting(release)})
     protocol.data_received(b"".join(request(cmd="Wait", reqId=i) for i in range(60)) + request(cmd="Ping", reqId="p"))
     # A few frames waiting their turn do not stop reading: a client that goes away is noticed at once.
     assert len(protocol.tasks) == 50 and len(protocol.backlog) == 11 and transport.reading
@@ -156,12 +159,7 @@ async def test_waiting_commands_beyond_the_limit_wait_their_turn() -> None:
 
 async def test_replies_of_commands_that_finish_together_go_out_in_one_write() -> None:
     release = asyncio.Event()
-
-    async def waits() -> dict[str, Any]:
-        await release.wait()
-        return {"ok": True}
-
-    protocol, transport = connection({"Wait": lambda broker, cmd, session: waits()})
+    protocol, transport = connection({"Wait": waiting(release)})
     protocol.data_received(b"".join(request(cmd="Wait", reqId=i) for i in range(10)))
     assert transport.writes == []
     release.set()
