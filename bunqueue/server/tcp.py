@@ -195,8 +195,8 @@ class BrokerProtocol(asyncio.Protocol):
     # -- replies that come later -------------------------------------------------------------------
 
     def deliver(self, replies: list[Reply]) -> None:
-        """Replies of commands that waited, written with the event frames at the end of the loop turn: one
-        statement of the database answers many commands at once, and their replies go in one write."""
+        """Replies of commands that waited, written with the event frames at the end of the loop turn: the
+        commands one flush of the store answers finish together, and their replies go in one write."""
         if self.closed:
             return
         self.outbox.extend(replies)

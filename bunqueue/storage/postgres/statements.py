@@ -284,7 +284,7 @@ _ACKS = (
 )
 
 
-def requests(arrays: str, columns: str) -> str:
+def requests_cte(arrays: str, columns: str) -> str:
     """CTE ``req``: a row per element of ``arrays`` (unnested side by side, named ``columns``), with the
     namespace ($1) as its ``namespace`` column, for a statement that names jobs by id.
 
@@ -303,7 +303,7 @@ def requests(arrays: str, columns: str) -> str:
 # jobs that waited for these run when nothing else holds them, and a finished parent's kept child failures go.
 ACK = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
-{requests("$2::text[], $3::text[], $4::bytea[], $5::bool[]", "id, token, result, remove")},
+{requests_cte("$2::text[], $3::text[], $4::bytea[], $5::bool[]", "id, token, result, remove")},
 done AS (
     UPDATE bunqueue_jobs j
     SET state = {COMPLETED}, completed_at = clock.now, {_END_LEASE},
@@ -343,7 +343,7 @@ _LOST_COLUMNS = (
 # The running rows fails name ($2 ids, each once, $3 tokens), locked until ``LOSE`` writes their outcome,
 # with their queue's DLQ and stall settings and the database's time.
 LOSE_READ = f"""
-WITH {requests("$2::text[], $3::text[]", "id, token")}
+WITH {requests_cte("$2::text[], $3::text[]", "id, token")}
 SELECT {_LOST_COLUMNS}, r.token
 FROM req r
 JOIN bunqueue_jobs j ON j.namespace = r.namespace AND j.id = r.id

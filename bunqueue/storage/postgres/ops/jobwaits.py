@@ -17,7 +17,7 @@ from bunqueue import errors
 from bunqueue.broker import states
 from bunqueue.errors import CommandError
 from bunqueue.storage.postgres.outages import OutageLog
-from bunqueue.storage.postgres.statements import requests
+from bunqueue.storage.postgres.statements import requests_cte
 from bunqueue.storage.schema import unpack
 
 Reply = dict[str, Any]
@@ -26,7 +26,7 @@ WAIT_POLL_S = 0.05
 
 # The jobs named by $2, each with whether it still exists, its state and its result (NULL for none).
 OUTCOMES = f"""
-WITH {requests("$2::text[]", "id")}
+WITH {requests_cte("$2::text[]", "id")}
 SELECT w.id, j.id IS NOT NULL AS present, j.state, r.result
 FROM req w
 LEFT JOIN bunqueue_jobs j ON j.namespace = w.namespace AND j.id = w.id

@@ -17,21 +17,21 @@ from bunqueue.storage.postgres.collector import Collector
 from bunqueue.storage.postgres.ops.family import Family
 from bunqueue.storage.postgres.pgtext import bigint_sql
 from bunqueue.storage.postgres.sessions import NOW_MS
-from bunqueue.storage.postgres.statements import requests
+from bunqueue.storage.postgres.statements import requests_cte
 
 # Every request of a batch at once: ($2 ids, $3 tokens, $4 durations, $5 renews). A request that renews
 # needs a lease whose token is its own (or no token at all); one that does not only needs a running job.
 # Each renewed row answers its lease's token, so a job named twice in a batch is judged per request.
 RENEW = f"""
 WITH clock AS (SELECT {NOW_MS} AS now),
-{requests("$2::text[], $3::text[], $4::float8[], $5::bool[]", "id, token, ttl, renew")}
+{requests_cte("$2::text[], $3::text[], $4::float8[], $5::bool[]", "id, token, ttl, renew")}
 UPDATE bunqueue_jobs j
 SET last_heartbeat = clock.now,
     lease_ttl = CASE WHEN a.renew THEN coalesce(a.ttl, j.lease_ttl) ELSE j.lease_ttl END,
     lease_expires_at = CASE WHEN a.renew THEN {bigint_sql("clock.now + coalesce(a.ttl, j.lease_ttl)")}
                             ELSE j.lease_expires_at END
 FROM req a, clock
--- The state in a CASE, no index condition (``statements.requests``): one primary-key probe per request.
+-- The state in a CASE, no index condition (``statements.requests_cte``): one primary-key probe per request.
 WHERE j.namespace = a.namespace AND j.id = a.id
   AND CASE j.state WHEN {states.ACTIVE}
       THEN NOT a.renew OR (j.worker_id IS NOT NULL AND j.lease_token IS NOT NULL
