@@ -41,6 +41,10 @@ CHECKPOINT_ROWS = 20_000
 # past this size, the writer itself truncates it between two batches (any other connection asking would
 # starve: the writer takes its lock again at once), copying only what it wrote since: one short pause.
 WAL_RESET_BYTES = 64 * 1024 * 1024
+# A PASSIVE is as slow as the disk, and everything written meanwhile lands in the WAL, which makes the next
+# PASSIVE slower still: on a slow disk the WAL ran away (50 MB past a 2 MB reset). Past this size the writer
+# waits for the PASSIVE in progress and truncates before its next batch; producers slow to the disk's pace.
+WAL_LIMIT_BYTES = 4 * WAL_RESET_BYTES
 
 # The SQL a batch is written with; a row of a RowBuffer names its statement by index in this list.
 STATEMENTS: list[str] = []
@@ -238,6 +242,8 @@ class SQLiteStore:
         # the writer after truncating it; meanwhile no PASSIVE runs, so the two never checkpoint at once.
         self.wal_reset_wanted = False
         self.wal_resets = 0
+        # Held by the checkpoint thread for its PASSIVE; a writer past WAL_LIMIT_BYTES waits on it.
+        self.checkpointing = threading.Lock()
         self.stopping = False
         self.closed: asyncio.Future[None] | None = None
 
@@ -325,6 +331,9 @@ class SQLiteStore:
                 self.loop.call_soon_threadsafe(self._committed, batch, failure)
                 if self.wal_reset_wanted:
                     self.wal_reset_wanted = not self._reset_wal(conn, wal)
+                elif _size(wal) >= WAL_LIMIT_BYTES:
+                    with self.checkpointing:
+                        self.wal_reset_wanted = not self._reset_wal(conn, wal)
         except Exception:  # pragma: no cover - the thread must report, never die silently
             log.exception("the SQLite writer stopped")
         finally:
@@ -338,7 +347,7 @@ class SQLiteStore:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
             log.warning("WAL truncation failed: %s", exc)
-        if os.stat(wal).st_size >= WAL_RESET_BYTES:
+        if _size(wal) >= WAL_RESET_BYTES:
             return False
         self.wal_resets += 1
         return True
@@ -352,17 +361,20 @@ class SQLiteStore:
                 self.checkpoint_wanted.clear()
                 if self.stopping:
                     break
-                if self.wal_reset_wanted:
-                    continue
-                try:
-                    # PASSIVE never blocks the writer: it copies what it can and leaves the rest.
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    # The writer truncates between two batches, when only what it wrote since is left.
-                    self.wal_reset_wanted = os.path.getsize(wal) >= WAL_RESET_BYTES
-                except sqlite3.Error as exc:
-                    log.warning("WAL checkpoint failed: %s", exc)
+                with self.checkpointing:
+                    if not self.wal_reset_wanted:
+                        self._passive(conn, wal)
         finally:
             conn.close()
+
+    def _passive(self, conn: sqlite3.Connection, wal: str) -> None:
+        try:
+            # PASSIVE never blocks the writer: it copies what it can and leaves the rest.
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            # The writer truncates between two batches, when only what it wrote since is left.
+            self.wal_reset_wanted = _size(wal) >= WAL_RESET_BYTES
+        except sqlite3.Error as exc:
+            log.warning("WAL checkpoint failed: %s", exc)
 
     # -- group commit ------------------------------------------------------------------------------
 
@@ -536,3 +548,10 @@ class SQLiteStore:
 def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
     if not fut.done():
         fut.set_result(value)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
