@@ -104,7 +104,8 @@ async def test_a_flush_with_a_job_the_insert_must_judge_is_not_copied(hot: _Coun
     now = now_ms()
     count = copypush.COPY_MIN_JOBS
     first = await hot.push(_build(factory, "mixed"))
-    for opts in ({"jobId": "own"}, {"uniqueKey": "k"}, {"delay": 60_000}, {"dependsOn": [first]}):
+    # A batch names its own ids by customId (jobId is PUSH's).
+    for opts in ({"customId": "own"}, {"uniqueKey": "k"}, {"delay": 60_000}, {"dependsOn": [first]}):
         jobs = _jobs(factory, "mixed", count - 1, now) + [admitted(_build(factory, "mixed", **opts), now)]
         assert len(await hot.push_many(jobs)) == count
     assert hot.tried == 0
