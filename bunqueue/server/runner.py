@@ -141,18 +141,6 @@ class CommandRunner:
         self.hold(ticket, reply, client)
         return None
 
-    def dispatch(self, request: dict[str, Any], session: Session, allowed: bool) -> Any:
-        """A command's own reply (a dict, or an awaitable of one), without reqId, timing or holding: for
-        requests the server makes itself (the event streams' counts)."""
-        name = request.get("cmd")
-        route = self.routes.get(name) if allowed and session.authenticated and type(name) is str else None
-        if route is None:
-            return self.refuse(request, session, allowed)
-        try:
-            return route[0](self.broker, request, session)
-        except CommandError as exc:
-            return {"ok": False, "error": exc.message}
-
     def refuse(self, request: dict[str, Any], session: Session, allowed: bool) -> Reply:
         """The reply to a request that names no command the session may run now (Auth included)."""
         if not allowed:
