@@ -177,7 +177,8 @@ class HttpConnection(asyncio.Protocol):
     def answer_queued(self) -> None:
         """Answer what was parsed, in order, until an answer has to wait."""
         queue = self.queue
-        while queue and self.waiting is None and self.writable():
+        while queue and self.waiting is None and not self.ended and (transport := self.transport) is not None \
+                and not transport.is_closing():
             request = queue.popleft()
             try:
                 answer = self.api.handle(request)
@@ -191,12 +192,14 @@ class HttpConnection(asyncio.Protocol):
                 return
             else:
                 self.waiting = self.loop.create_task(self.answer_later(request, answer))  # type: ignore[arg-type]
-        if self.waiting is None and self.writable():
+        # A keep-alive connection has neither a final answer nor a close to make.
+        if (self.final is not None or self.closing) and self.waiting is None and self.writable():
             if self.final is not None:
                 self.write(None, self.final)
             elif self.closing and not queue:
                 self.end()
-        self.update_reading()
+        if self.paused != (self.write_paused or len(queue) >= MAX_PIPELINED):
+            self.update_reading()
 
     def writable(self) -> bool:
         """Whether answers can still be written (not after the last one, nor once the connection closes)."""
