@@ -11,6 +11,14 @@ export function token() {
   return sessionStorage.getItem(KEY) || "";
 }
 
+// Set when the broker asks for a token: a request without one is refused here, not sent (a view's request
+// that outlives a forgotten token would only fetch a 401).
+let tokenNeeded = false;
+
+export function needToken(needed) {
+  tokenNeeded = needed;
+}
+
 export function setToken(value) {
   if (value) sessionStorage.setItem(KEY, value);
   else sessionStorage.removeItem(KEY);
@@ -25,6 +33,7 @@ function headers(json) {
 }
 
 export async function request(method, path, body) {
+  if (tokenNeeded && !token()) throw new Unauthorized("Unauthorized");
   const init = { method, headers: headers(body !== undefined) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const resp = await fetch(path, init);

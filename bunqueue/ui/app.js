@@ -1,7 +1,7 @@
 // The dashboard's router: the path picks a view, links and back/forward change it without a reload
 // (History API), one event stream feeds whichever view is shown.
 
-import { get, openStream, setToken, STREAM_OPEN, token, Unauthorized } from "./api.js";
+import { get, needToken, openStream, setToken, STREAM_OPEN, token, Unauthorized } from "./api.js";
 import { append, clear, h, link } from "./dom.js";
 import { jobView } from "./job.js";
 import { overview } from "./overview.js";
@@ -27,7 +27,8 @@ const live = {
     listener = fn;
   },
   failed(err) {
-    if (err instanceof Unauthorized) askToken("The token was refused.");
+    // A refusal that comes while the prompt is up (a request of a view the prompt closed) changes nothing.
+    if (err instanceof Unauthorized && login.hidden) askToken("The token was refused.");
   },
 };
 
@@ -128,6 +129,7 @@ forget.addEventListener("click", () => askToken(""));
 (async () => {
   const config = await (await fetch("/ui/static/config.json")).json();
   auth = !!config.auth;
+  needToken(auth);
   if (auth && !token()) askToken("");
   else start();
 })();
