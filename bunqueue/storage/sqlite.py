@@ -329,9 +329,7 @@ class SQLiteStore:
                         self.checkpoint_wanted.set()
                 assert self.loop is not None
                 self.loop.call_soon_threadsafe(self._committed, batch, failure)
-                if self.wal_reset_wanted:
-                    self.wal_reset_wanted = not self._reset_wal(conn, wal)
-                elif _size(wal) >= WAL_LIMIT_BYTES:
+                if self.wal_reset_wanted or _size(wal) >= WAL_LIMIT_BYTES:
                     with self.checkpointing:
                         self.wal_reset_wanted = not self._reset_wal(conn, wal)
         except Exception:  # pragma: no cover - the thread must report, never die silently

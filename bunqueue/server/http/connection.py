@@ -177,8 +177,7 @@ class HttpConnection(asyncio.Protocol):
     def answer_queued(self) -> None:
         """Answer what was parsed, in order, until an answer has to wait."""
         queue = self.queue
-        while queue and self.waiting is None and not self.ended and (transport := self.transport) is not None \
-                and not transport.is_closing():
+        while queue and self.waiting is None and self.writable():
             request = queue.popleft()
             try:
                 answer = self.api.handle(request)
