@@ -139,3 +139,75 @@ def test_model_pipelined_requests_cut_anywhere_come_out_whole_and_in_order(sent,
         first.setdefault("content-length", str(len(body)))
         assert request.headers == first
         assert request.raw() == encode(method, segments, query, headers, body)
+
+
+# Requests of every kind, the fast path's and the parser's: odd methods, versions, targets, header names and
+# values, framing headers, bodies shorter or longer than declared, bare LF line ends. Each part is usually one
+# the fast path takes, so that most requests are read whole and a few parts at a time are odd.
+def _mostly(good: st.SearchStrategy, odd: st.SearchStrategy) -> st.SearchStrategy:
+    return st.integers(0, 5).flatmap(lambda k: odd if k == 0 else good)
+
+
+_methods = _mostly(st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]),
+                   st.sampled_from(["TRACE", "get", "GETS", "", "G\tT"]))
+_targets = _mostly(st.text("abc/?&=#%~+019", max_size=16).map(lambda t: b"/" + t.encode()),
+                   st.sampled_from([b"*", b"http://h/", b"", b"/\x7f", b"/caf\xe9"]))
+_versions = _mostly(st.sampled_from([b"HTTP/1.1", b"HTTP/1.0"]),
+                    st.sampled_from([b"HTTP/2.0", b"http/1.1", b"HTTP/1.1 ", b"HTTP/1.10"]))
+_names = _mostly(st.sampled_from([b"Host", b"X-A", b"x-a", b"Content-Length", b"content-LENGTH", b"Connection"]),
+                 st.sampled_from([b"Expect", b"Transfer-Encoding", b"Upgrade", b"Bad Name", b"", b"X" * 70,
+                                  b"Caf\xe9", b"X-A "]))
+_values = _mostly(st.text(" \tab,;=-019", max_size=10).map(str.encode)
+                  | st.sampled_from([b"close", b"Keep-Alive", b"0", b"5", b"007", b"1 ", b" 3"]),
+                  st.sampled_from([b"keep-alive, x", b"upgrade", b"100-continue", b"chunked", b"-1",
+                                   b"99999999999999999999", b"\x7f", b"caf\xe9", b"a\x00b"]))
+_request = st.tuples(_methods, _targets, _versions, st.lists(st.tuples(_names, _values), max_size=5),
+                     st.binary(max_size=12), _mostly(st.just(b"\r\n"), st.just(b"\n")))
+
+
+def _wire(method: str, target: bytes, version: bytes, headers: list[tuple[bytes, bytes]], body: bytes,
+          end: bytes) -> bytes:
+    lines = [method.encode() + b" " + target + b" " + version] + [name + b": " + value for name, value in headers]
+    return end.join(lines) + end + end + body
+
+
+def _read_all(pieces: list[bytes], twin: bool) -> tuple[list[tuple[object, ...]], list[int], int, int, int]:
+    read, requests = reader()
+    outcomes = []
+    for piece in pieces:
+        outcome = read.feed(memoryview(piece) if twin else piece)
+        outcomes.append(outcome)
+        if outcome != PARSED:
+            break
+    found = [(r.method, r.target, r.version, r.raw_headers, r.body, r.path, r.query_string, r.headers,
+              r.keep_alive) for r in requests]
+    return found, outcomes, read.refused, read.continues, read.upgrade_at if outcomes[-1] == UPGRADED else -1
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_request, min_size=1, max_size=4), st.lists(st.integers(1, 200), max_size=6))
+def test_model_the_fast_path_reads_every_request_as_the_parser_does(sent, cuts):
+    # The parser alone reads a memoryview; bytes go through the fast path first.
+    stream = b"".join(_wire(*request) for request in sent)
+    pieces, start = [], 0
+    for cut in cuts:
+        if start < len(stream):
+            pieces.append(stream[start:start + cut])
+            start += cut
+    pieces.append(stream[start:])
+    assert _read_all(pieces, twin=False) == _read_all(pieces, twin=True)
+
+
+def test_the_fast_path_and_the_parser_meet_in_one_piece():
+    # Whole requests the fast path reads, then one it leaves (chunked) with more behind it in the same piece.
+    simple = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"
+    chunked = b"POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+    read, requests = reader()
+    assert read.feed(simple + simple + chunked + simple) == PARSED
+    assert [(r.method, r.path, r.body) for r in requests] == [("GET", "/a", b""), ("GET", "/a", b""),
+                                                              ("POST", "/b", b"ok"), ("GET", "/a", b"")]
+    # An upgrade behind a fast-path request: where the new protocol begins counts from the whole piece.
+    upgrade = b"GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    read, requests = reader()
+    assert read.feed(simple + upgrade + b"\x81\x00") == UPGRADED
+    assert read.upgrade_at == len(simple + upgrade) and len(requests) == 2
