@@ -18,12 +18,12 @@ from typing import Any
 
 from bunqueue import errors
 from bunqueue._core.httprequest import HttpRequest
+from bunqueue._core.httpresponse import JSON_TYPE, TEXT_TYPE, FixedHeaders, HttpResponse
 from bunqueue.broker.components import eventnames
 from bunqueue.broker.engine import Engine
 from bunqueue.server.http import routes
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.encoding import TooDeep, json_bytes, loads
-from bunqueue.server.http.messages import JSON_TYPE, TEXT_TYPE, FixedHeaders, HttpResponse
 from bunqueue.server.http.uifiles import UiFiles, is_ui_path
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import check_token

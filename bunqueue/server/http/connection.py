@@ -16,8 +16,8 @@ from typing import Protocol
 
 from bunqueue import errors
 from bunqueue._core.httprequest import PARSED, UPGRADED, HttpRequest, RequestReader
+from bunqueue._core.httpresponse import TEXT_TYPE, HttpResponse
 from bunqueue.server.http.api import STREAM, HttpApi
-from bunqueue.server.http.messages import TEXT_TYPE, HttpResponse
 
 log = logging.getLogger("bunqueue.http")
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from bunqueue.server.http.messages import HttpResponse
+from bunqueue._core.httpresponse import HttpResponse
 
 PREFIX = "/ui"
 STATIC = "/ui/static/"
