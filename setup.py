@@ -42,12 +42,16 @@ extensions = [
     )
     for name in CORE_MODULES
 ]
-# Compiled modules of the broker: the per-job halves of its hottest transitions.
-BROKER_MODULES = ["bunqueue.broker.transitions.activation", "bunqueue.broker.transitions.completion"]
+# Compiled modules outside the core: the per-job halves of the broker's hottest transitions, and the HTTP
+# connection (a request's way from the socket to its answer).
+COMPILED_MODULES = [
+    "bunqueue.broker.transitions.activation", "bunqueue.broker.transitions.completion",
+    "bunqueue.server.http.connection",
+]
 extensions += [
     Extension(name, [name.replace(".", "/") + ".pyx"], define_macros=MACROS, extra_compile_args=CFLAGS,
               extra_link_args=LDFLAGS)
-    for name in BROKER_MODULES
+    for name in COMPILED_MODULES
 ]
 # The SQLite writer finds the SQLite C API at run time (dlsym in the library Python's sqlite3 module loaded):
 # no SQLite headers or library at build time. glibc before 2.34 keeps dlopen in libdl.

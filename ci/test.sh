@@ -56,7 +56,7 @@ echo "== lint (ruff, mypy, cython-lint)"
 "$VENV/bin/ruff" check bunqueue tests benchmarks
 "$VENV/bin/mypy" bunqueue
 "$VENV/bin/cython-lint" bunqueue/_core/*.pyx bunqueue/_core/*.pxd bunqueue/storage/*.pyx \
-    bunqueue/broker/transitions/*.pyx
+    bunqueue/broker/transitions/*.pyx bunqueue/server/http/*.pyx bunqueue/server/http/*.pxd
 
 echo "== binary wheel: build it, install it where no compiler can run, serve a round trip from it"
 # Its own virtual environments (.venv-wheel for the build tools, build/wheel-venv for the install); pip's

@@ -22,7 +22,7 @@ from bunqueue.broker.session import Session
 from bunqueue.config import Settings
 from bunqueue.server.http.answers import Answers
 from bunqueue.server.http.api import HttpApi
-from bunqueue.server.http.connection import HttpConnection, StreamServer
+from bunqueue.server.http.connection import HttpConnection
 from bunqueue.server.ratelimit import RequestRateLimiter
 from bunqueue.server.runner import CommandRunner
 
@@ -39,6 +39,8 @@ STREAM_MODULE = "bunqueue.server.http.streamserver"
 SHUTDOWN_TIMEOUT_S = 60.0
 
 Reply = dict[str, Any]
+# The stream side's protocol factory (aiohttp's low-level server).
+StreamServer = Callable[[], asyncio.Protocol]
 
 
 class RequestClient:

@@ -1,23 +1,28 @@
-"""One HTTP/1.1 connection, parsed by httptools and answered by ``HttpApi`` in the order the requests came.
+# cython: freethreading_compatible = False
+"""One HTTP/1.1 connection, parsed by ``RequestReader`` and answered by ``HttpApi`` in the order requests came.
 
 Most requests are answered in the call that parsed them: no task, no request or response object beyond
 two small ones. A request whose answer waits (a long-poll, a change that must reach the disk first) gets
 a task, and the requests pipelined behind it wait their turn. A stream (`/ws...`, `/events...`) hands the
 connection, with the request's bytes, to the stream handler (aiohttp, loaded by the first stream).
-"""
-from __future__ import annotations
 
+Compiled: a keep-alive request's way from the socket to the answer written is a handful of C calls, where
+the same steps in Python were a third of a health probe's time in the server.
+"""
 import asyncio
 import json
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from bunqueue import errors
-from bunqueue._core.httprequest import PARSED, UPGRADED, HttpRequest, RequestReader
-from bunqueue._core.httpresponse import TEXT_TYPE, HttpResponse
-from bunqueue.server.http.api import STREAM, HttpApi
+from bunqueue._core.httprequest cimport HttpRequest, RequestReader
+from bunqueue._core.httpresponse cimport HttpResponse
+
+from bunqueue._core.httprequest import PARSED, UPGRADED
+from bunqueue._core.httpresponse import TEXT_TYPE
+from bunqueue.server.http.api import STREAM
 
 log = logging.getLogger("bunqueue.http")
 
@@ -34,20 +39,7 @@ LINGER_S = 2.0
 INTERNAL_ERROR = json.dumps({"ok": False, "error": errors.INTERNAL_ERROR}, separators=(",", ":")).encode()
 
 
-StreamServer = Callable[[], asyncio.Protocol]
-
-
-class Listener(Protocol):
-    """What a connection needs of the listener that accepted it."""
-
-    # The open connections, and whether the server is shutting down.
-    connections: set[HttpConnection]
-    closing: bool
-
-    def with_stream_server(self, then: Callable[[StreamServer | None], None]) -> None: ...
-
-
-def text_answer(status: int, text: str) -> HttpResponse:
+def text_answer(int status, str text):
     return HttpResponse(status, text.encode(), TEXT_TYPE)
 
 
@@ -60,37 +52,42 @@ REFUSALS = {
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-class HttpConnection(asyncio.Protocol):
-    def __init__(self, listener: Listener, api: HttpApi) -> None:
+cdef double monotonic():
+    """The loop's clock (CLOCK_MONOTONIC, as ``loop.time()``), without a call into the loop."""
+    cdef timespec now
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return now.tv_sec + now.tv_nsec * 1e-9
+
+
+cdef class HttpConnection:
+    """An asyncio protocol (the loop calls its methods by name)."""
+
+    def __init__(self, listener, api):
         self.listener = listener
         self.api = api
         self.loop = asyncio.get_running_loop()
-        self.transport: asyncio.Transport | None = None
-        # Parsed requests not answered yet, and the task of the one whose answer waits.
-        self.queue: deque[HttpRequest] = deque()
+        self.transport = None
+        self.queue = deque()
         self.reader = RequestReader(self.queue, MAX_HEAD_BYTES, MAX_BODY_BYTES)
-        self.waiting: asyncio.Task[None] | None = None
-        # What ends the connection once the queue is answered (a refused request), and whether to close then.
-        self.final: HttpResponse | None = None
+        self.waiting = None
+        self.final = None
         self.closing = False
-        # Set once the connection belongs to the stream handler: what arrives meanwhile is that request's.
-        self.streaming: HttpRequest | None = None
+        self.streaming = None
         self.paused = False
         self.write_paused = False
-        # Set once the last answer is written; the timer that closes the connection then.
         self.ended = False
-        self.linger: asyncio.TimerHandle | None = None
-        self.last_seen = self.loop.time()
-        self.idle_timer: asyncio.TimerHandle | None = None
+        self.linger = None
+        self.last_seen = monotonic()
+        self.idle_timer = None
 
     # -- transport ---------------------------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    def connection_made(self, transport):
+        self.transport = transport
         self.listener.connections.add(self)
         self.idle_timer = self.loop.call_later(KEEPALIVE_S, self.check_idle)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self, exc):
         self.transport = None
         self.listener.connections.discard(self)
         if self.idle_timer is not None:
@@ -102,19 +99,22 @@ class HttpConnection(asyncio.Protocol):
             self.waiting.cancel()
         self.queue.clear()
 
-    def pause_writing(self) -> None:
+    def pause_writing(self):
         self.write_paused = True
         self.update_reading()
 
-    def resume_writing(self) -> None:
+    def resume_writing(self):
         self.write_paused = False
         self.update_reading()
 
-    def update_reading(self) -> None:
+    def eof_received(self):
+        return None
+
+    cdef update_reading(self):
         transport = self.transport
         if transport is None or self.streaming is not None or self.ended:
             return
-        pause = self.write_paused or len(self.queue) >= MAX_PIPELINED
+        cdef bint pause = self.write_paused or len(self.queue) >= MAX_PIPELINED
         if pause != self.paused:
             self.paused = pause
             if pause:
@@ -122,14 +122,14 @@ class HttpConnection(asyncio.Protocol):
             else:
                 transport.resume_reading()
 
-    def data_received(self, data: bytes) -> None:
-        self.last_seen = self.loop.time()
+    def data_received(self, data):
+        self.last_seen = monotonic()
         if self.streaming is not None:
             self.streaming.rest += data
             return
         if self.ended or self.final is not None:
             return
-        size = len(data)
+        cdef Py_ssize_t size = len(data), start
         if size <= MAX_HEAD_BYTES:
             self.feed(data, data, 0)
         else:
@@ -139,7 +139,7 @@ class HttpConnection(asyncio.Protocol):
                     break
         self.answer_queued()
 
-    def feed(self, piece: bytes | memoryview, data: bytes, start: int) -> bool:
+    cdef bint feed(self, object piece, object data, Py_ssize_t start) except -1:
         """Parse ``piece``, which starts at ``start`` in ``data``; whether parsing goes on."""
         reader = self.reader
         outcome = reader.feed(piece)
@@ -153,20 +153,20 @@ class HttpConnection(asyncio.Protocol):
         if outcome == UPGRADED:
             # Only a stream may take the connection over; any other request is answered, then it closes.
             if self.queue:
-                self.queue[-1].rest = data[start + reader.upgrade_at:]
+                (<HttpRequest>self.queue[-1]).rest = data[start + reader.upgrade_at:]
             self.final = REFUSALS[400] if not self.queue else None
             self.closing = True
             return False
         self.final = self.final or REFUSALS[reader.refused]
         return False
 
-    def check_idle(self) -> None:
+    def check_idle(self):
         """Close a connection that has had nothing to do for ``KEEPALIVE_S``."""
         self.idle_timer = None
         transport = self.transport
         if transport is None or self.streaming is not None:
             return
-        idle_for = self.loop.time() - self.last_seen
+        idle_for = monotonic() - self.last_seen
         if idle_for >= KEEPALIVE_S and not self.queue and self.waiting is None:
             transport.close()
         else:
@@ -174,9 +174,10 @@ class HttpConnection(asyncio.Protocol):
 
     # -- answers -----------------------------------------------------------------------------------
 
-    def answer_queued(self) -> None:
+    cdef answer_queued(self):
         """Answer what was parsed, in order, until an answer has to wait."""
         queue = self.queue
+        cdef HttpRequest request
         while queue and self.waiting is None and self.writable():
             request = queue.popleft()
             try:
@@ -185,12 +186,12 @@ class HttpConnection(asyncio.Protocol):
                 log.exception("HTTP request failed")
                 answer = HttpResponse(500, INTERNAL_ERROR)
             if type(answer) is HttpResponse:
-                self.write(request, answer)
+                self.write(request, <HttpResponse>answer)
             elif answer is STREAM:
                 self.hand_over(request)
                 return
             else:
-                self.waiting = self.loop.create_task(self.answer_later(request, answer))  # type: ignore[arg-type]
+                self.waiting = self.loop.create_task(self.answer_later(request, answer))
         # A keep-alive connection has neither a final answer nor a close to make.
         if (self.final is not None or self.closing) and self.waiting is None and self.writable():
             if self.final is not None:
@@ -200,11 +201,11 @@ class HttpConnection(asyncio.Protocol):
         if self.paused != (self.write_paused or len(queue) >= MAX_PIPELINED):
             self.update_reading()
 
-    def writable(self) -> bool:
+    cdef bint writable(self) except -1:
         """Whether answers can still be written (not after the last one, nor once the connection closes)."""
         return not self.ended and self.transport is not None and not self.transport.is_closing()
 
-    async def answer_later(self, request: HttpRequest, pending: Awaitable[HttpResponse]) -> None:
+    async def answer_later(self, HttpRequest request, pending):
         try:
             answer = await pending
         except asyncio.CancelledError:
@@ -213,15 +214,15 @@ class HttpConnection(asyncio.Protocol):
             log.exception("HTTP request failed")
             answer = HttpResponse(500, INTERNAL_ERROR)
         self.waiting = None
-        self.last_seen = self.loop.time()
+        self.last_seen = monotonic()
         if self.writable():
             self.write(request, answer)
             self.answer_queued()
 
-    def write(self, request: HttpRequest | None, answer: HttpResponse) -> None:
+    cdef write(self, HttpRequest request, HttpResponse answer):
         transport = self.transport
-        assert transport is not None
-        keep_alive = request is not None and request.keep_alive and not self.closing and not self.listener.closing
+        cdef bint keep_alive = (request is not None and request.keep_alive and not self.closing
+                                and not self.listener.closing)
         if request is None:
             transport.write(answer.message(keep_alive, "1.1", True))
         else:
@@ -229,12 +230,11 @@ class HttpConnection(asyncio.Protocol):
         if not keep_alive:
             self.end()
 
-    def end(self) -> None:
+    cdef end(self):
         """Close after the last answer: the write side at once, the connection when the client closes its
         side or after ``LINGER_S``. What the client still sends meanwhile is read and dropped: bytes left
         unread would make the kernel reset the connection, and a reset can destroy the answer in flight."""
         transport = self.transport
-        assert transport is not None
         self.ended = True
         self.queue.clear()
         if not transport.can_write_eof():
@@ -246,7 +246,7 @@ class HttpConnection(asyncio.Protocol):
             transport.resume_reading()
         self.linger = self.loop.call_later(LINGER_S, transport.close)
 
-    def hand_over(self, request: HttpRequest) -> None:
+    cdef hand_over(self, HttpRequest request):
         """Give the connection to the stream handler, which reads ``request`` again from its bytes."""
         self.streaming = request
         self.queue.clear()
@@ -255,11 +255,10 @@ class HttpConnection(asyncio.Protocol):
             self.idle_timer = None
         if self.paused:
             self.paused = False
-            assert self.transport is not None
             self.transport.resume_reading()
         self.listener.with_stream_server(self.take_over)
 
-    def take_over(self, server: StreamServer | None) -> None:
+    def take_over(self, server):
         transport = self.transport
         request = self.streaming
         if transport is None or request is None:
@@ -273,7 +272,7 @@ class HttpConnection(asyncio.Protocol):
         handler.connection_made(transport)
         handler.data_received(request.raw())
 
-    def close_if_idle(self) -> None:
+    def close_if_idle(self):
         """At shutdown: close now unless a request is being answered (then after its answer)."""
         if self.transport is None:
             return
