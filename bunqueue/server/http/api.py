@@ -60,15 +60,12 @@ def is_stream_path(path: str) -> bool:
 
 
 class HttpApi:
-    def __init__(self, now: Callable[[Reply, int], Reply | Awaitable[Reply]],
-                 probe: Callable[[Reply], Reply | Awaitable[Reply]], answers: Answers, *,
+    def __init__(self, now: Callable[[Reply, int], Reply | Awaitable[Reply]], answers: Answers, *,
                  tokens: frozenset[str], cors_origins: str, metrics_auth: bool, rate_limit: int,
                  rate_window_ms: int, engine: Engine | None = None) -> None:
         # A command's reply, or an awaitable of it when the command waits, given the size of the body that
         # carried it (the job-data size check looks at large ones only, as for TCP frames).
         self.now = now
-        # ``now`` for the health probe's storage status, which comes often.
-        self.probe = probe
         self.answers = answers
         self.tokens = tokens
         self.origin = cors_origins
@@ -212,7 +209,7 @@ class HttpApi:
         if path == "/ready":
             return self._ready()
         # Probes come often: answered at once unless the storage status has to wait.
-        reply = self.probe({"cmd": "StorageStatus"})
+        reply = self.now({"cmd": "StorageStatus"}, 0)
         if type(reply) is dict:
             return self.json(*self.answers.health_of(reply.get("data") or {}))
         return self._health_later(reply)  # type: ignore[arg-type]

@@ -77,25 +77,18 @@ class Commands:
 
     def __init__(self, runner: CommandRunner) -> None:
         self.runner = runner
-        # The client of the health probe's command while its replies come at once.
-        self.prober = RequestClient()
+        # The client of the commands whose replies come at once.
+        self.client = RequestClient()
 
     def now(self, request: Reply, body_size: int = 0) -> Reply | Awaitable[Reply]:
-        client = RequestClient()
+        """A client is changed only by a reply that comes later, so one serves every command answered at
+        once (most of them), and one that waits keeps the client it had; the next command gets a new one."""
+        client = self.client
         client.session.frame_size = body_size
         reply = self.runner.run(request, client)
         if reply is not None:
             return reply
-        return self.later(client)
-
-    def probe(self, request: Reply) -> Reply | Awaitable[Reply]:
-        """``now`` for a health probe's command (no body): a client is changed only by a reply that comes
-        later, so one serves every probe answered at once, and one that waits keeps the client it had."""
-        client = self.prober
-        reply = self.runner.run(request, client)
-        if reply is not None:
-            return reply
-        self.prober = RequestClient()
+        self.client = RequestClient()
         return self.later(client)
 
     async def later(self, client: RequestClient) -> Reply:
@@ -119,7 +112,7 @@ class HttpListener:
         self.commands = Commands(runner)
         answers = Answers(self.commands, self.connection_counts, runner.broker.totals)
         self.api = HttpApi(
-            self.commands.now, self.commands.probe, answers, tokens=settings.tokens, cors_origins=settings.cors_origin,
+            self.commands.now, answers, tokens=settings.tokens, cors_origins=settings.cors_origin,
             metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,
             rate_window_ms=settings.rate_limit_window_ms, engine=runner.broker,
         )
