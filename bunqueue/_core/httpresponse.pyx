@@ -1,7 +1,6 @@
 # cython: freethreading_compatible = False
 """The bytes of an HTTP answer, its head made of cached parts (design in the .pxd)."""
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdio cimport snprintf
 from libc.string cimport memcpy
 from libc.time cimport time, time_t
 
@@ -61,7 +60,7 @@ cdef class HttpResponse:
         cdef char digits[24]
         cdef int digit_count = 0
         if end is not None:
-            digit_count = snprintf(digits, sizeof(digits), "%zd", PyBytes_GET_SIZE(self.body))
+            digit_count = _decimal(digits, PyBytes_GET_SIZE(self.body))
         else:
             end = EMPTY
         cdef bytes date = _date_line()
@@ -77,6 +76,21 @@ cdef class HttpResponse:
         at = _put(at, tail)
         _put(at, body)
         return out
+
+
+cdef int _decimal(char* out, Py_ssize_t value):
+    """``value`` (not negative) in decimal digits at ``out``; how many."""
+    cdef char reversed_digits[24]
+    cdef int count = 0, k
+    while True:
+        reversed_digits[count] = <char>(48 + value % 10)
+        count += 1
+        value //= 10
+        if value == 0:
+            break
+    for k in range(count):
+        out[k] = reversed_digits[count - 1 - k]
+    return count
 
 
 cdef inline char* _put(char* at, bytes part):

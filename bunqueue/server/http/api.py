@@ -100,8 +100,7 @@ class HttpApi:
         return check_token(token, self.tokens)
 
     def allowed(self, forwarded: str | None, real_ip: str | None) -> bool:
-        if self.rate_limit <= 0:
-            return True
+        """Whether the rate limit (on: ``rate_limit`` > 0) lets the client's request through."""
         key = forwarded.split(",")[0].strip() if forwarded else (real_ip or "unknown")
         limiter = self.limiters.get(key)
         if limiter is None:
@@ -128,7 +127,7 @@ class HttpApi:
             return self._debug(path)
         if method == "GET" and path == "/prometheus":
             return self.prometheus(headers.get("authorization"))
-        if not self.allowed(headers.get("x-forwarded-for"), headers.get("x-real-ip")):
+        if self.rate_limit > 0 and not self.allowed(headers.get("x-forwarded-for"), headers.get("x-real-ip")):
             return self.error(errors.RATE_LIMIT_EXCEEDED, 429, cors=False)
         if method in ("GET", "HEAD") and is_ui_path(path):
             return self.ui.answer(path, headers.get("if-none-match"))
@@ -149,7 +148,7 @@ class HttpApi:
         body = self.body(request, route)
         if isinstance(body, str):
             return self.error(body, 400)
-        query = request.query()
+        query = request.query() if request.query_string else {}
         if route.special is not None:
             first = {key: values[0] for key, values in query.items()}
             return self._special(route.special, params, first, body)
