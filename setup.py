@@ -45,7 +45,8 @@ extensions = [
 # Compiled modules outside the core: the per-job halves of the broker's hottest transitions, and the HTTP
 # connection (a request's way from the socket to its answer).
 COMPILED_MODULES = [
-    "bunqueue.broker.transitions.activation", "bunqueue.broker.transitions.completion",
+    "bunqueue.broker.transitions.admission", "bunqueue.broker.transitions.activation",
+    "bunqueue.broker.transitions.completion",
     "bunqueue.server.http.connection",
 ]
 extensions += [

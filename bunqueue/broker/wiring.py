@@ -57,6 +57,7 @@ from bunqueue.broker.timers.timeouts import JobTimeouts
 from bunqueue.broker.timers.workerregistry import WorkerRegistry
 from bunqueue.broker.transitions import FAILED, Transitions
 from bunqueue.broker.transitions.activation import activate
+from bunqueue.broker.transitions.admission import admit
 from bunqueue.broker.transitions.completion import active_job, complete_active
 from bunqueue.errors import CommandError
 from bunqueue.monitoring.counters import Counters
@@ -119,7 +120,7 @@ class Wiring:
         # The running job an ACK or FAIL names (its token checked): Job, or CommandError.
         self.active_job = partial(active_job, self.jobs, self.leases)
         self.queue = self.queues.of
-        self._admit = t.admit
+        self._admit = partial(admit, t)
 
     @property
     def wake_at(self) -> Alarm:

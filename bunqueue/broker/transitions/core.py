@@ -29,6 +29,7 @@ from bunqueue.broker.timers.groupcontrols import GroupControls
 from bunqueue.broker.timers.retention import CompletedRetention
 from bunqueue.broker.timers.stalls import StallDetector
 from bunqueue.broker.timers.timeouts import JobTimeouts
+from bunqueue.broker.transitions.admission import admit
 from bunqueue.broker.transitions.completion import complete_jobs, leave_active
 from bunqueue.broker.transitions.moves import CHECKED, check_move
 from bunqueue.monitoring.counters import Counters
@@ -120,35 +121,10 @@ class TransitionCore:
         self.store.job_changed(job)
 
     def admit(self, job: Job, now: float, q: QueueState | None = None) -> str:
-        """A validated new job enters (``Wiring.push``); the id the push answers."""
-        if job.custom_id is not None:
-            existing = self.jobs.get(job.custom_id)
-            if existing is not None:
-                if existing.state in states.LIVE:
-                    return existing.id
-                self.forget(existing)
-        if job.unique_key is not None:
-            owner = self._claim_key(job, now)
-            if owner is not None:
-                return owner
-        if q is None:
-            q = self.queues.of(job.queue)
-        self.jobs[job.id] = job
-        if job.pending_deps is not None and self.wait_for_dependencies(q, job):
-            initial = states.WAITING_CHILDREN_NAME
-        else:
-            self.enqueue(q, job, now)
-            if job.state == states.DELAYED:
-                initial = states.DELAYED_NAME
-            else:
-                initial = states.PRIORITIZED if job.priority > 0 else states.WAITING
-        job.timeline = [{"state": initial, "timestamp": now}]
-        if self.job_added is not None:
-            self.job_added(job)
-        self.counters.on_pushed(job.queue)
-        if self.events.wanted:
-            self.events.emit(job.queue, eventhub.PUSHED, job.id)
-        return job.id
+        """A validated new job enters (``Wiring.push``); the id the push answers (compiled:
+        ``admission.admit``)."""
+        job_id: str = admit(self, job, now, q)
+        return job_id
 
     def admit_batch(self, jobs: list[Job], now: float, q: QueueState) -> list[str]:
         """PUSHB's jobs of one queue, each admitted in order as ``admit`` would; the ids the push answers.

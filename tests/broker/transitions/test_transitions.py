@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bunqueue import errors
 from bunqueue._core.jobfactory import JobFactory
@@ -241,3 +243,42 @@ def test_a_batch_of_plain_jobs_reaches_a_store_that_keeps_them_and_spares_one_th
     assert reply["ids"][2] == "custom-c"
     assert notice_hook(world.store, "job_added") == world.store.job_added
     assert notice_hook(MemoryStore(), "job_added") is None and notice_hook(MemoryStore(), "job_changed") is None
+
+
+# Jobs of every kind admission tells apart: plain, prioritized, LIFO, delayed, grouped, with a custom id
+# (repeated: the second push answers the first job) or a unique key.
+_admitted_kinds = st.lists(st.fixed_dictionaries({}, optional={
+    "priority": st.integers(1, 3), "lifo": st.just(True), "delay": st.sampled_from([0, 500]),
+    "groupId": st.sampled_from(["g1", "g2"]), "customId": st.sampled_from(["c1", "c2"]),
+    "uniqueKey": st.sampled_from(["k1", "k2"]),
+}), min_size=1, max_size=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_admitted_kinds)
+def test_model_a_push_at_a_time_admits_as_one_batch_does(kinds: list[dict[str, object]]) -> None:
+    # PUSH (compiled one-job admission) against PUSHB (its plain-job loop and the full path for the rest).
+    one, batch = World(), World()
+    ids_one = []
+    for i, kind in enumerate(kinds):
+        opts = {("jobId" if name == "customId" else name): value for name, value in kind.items()}
+        ids_one.append(one.send({"cmd": "PUSH", "queue": QUEUE, "name": f"j{i}", "data": {}, **opts})["id"])
+    jobs = [{"name": f"j{i}", "data": {}, **kind} for i, kind in enumerate(kinds)]
+    reply = batch.send({"cmd": "PUSHB", "queue": QUEUE, "jobs": jobs})
+    ids_batch = reply["ids"]
+
+    def shape(world: World, ids: list[str]) -> object:
+        q = world.broker.queues.of(QUEUE)
+        positions = {job_id: i for i, job_id in reversed(list(enumerate(ids)))}
+        jobs = [world.job(job_id) for job_id in ids]
+        states_of = [(positions[job.id], job.state, [entry["state"] for entry in job.timeline]) for job in jobs]
+        order = []
+        while True:
+            pulled = world.send({"cmd": "PULL", "queue": QUEUE})["job"]
+            if pulled is None:
+                break
+            order.append(positions[pulled.id])
+        return (q.n_waiting, q.n_prioritized, len(q.delayed), [positions[job_id] for job_id in ids], states_of,
+                order)
+
+    assert shape(one, ids_one) == shape(batch, ids_batch)
