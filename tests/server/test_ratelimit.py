@@ -31,3 +31,15 @@ def test_allow_many_matches_one_allow_per_request(limit: int, reads: list[int]) 
     single = RequestRateLimiter(limit, HOUR_MS)
     for n in reads:
         assert batched.allow_many(n) == sum(single.allow() for _ in range(n))
+
+
+@settings(max_examples=200, deadline=None)
+@given(limit=st.integers(1, 20), steps=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 1500)), max_size=20))
+def test_allow_matches_allow_many_across_windows(limit: int, steps: list[tuple[int, int]]) -> None:
+    # Time moves between reads, so the previous bucket's share of the window is part of each answer.
+    clock = [1000.0]
+    batched = RequestRateLimiter(limit, 1000, lambda: clock[0])
+    single = RequestRateLimiter(limit, 1000, lambda: clock[0])
+    for n, ms in steps:
+        clock[0] += ms / 1000
+        assert batched.allow_many(n) == sum(single.allow() for _ in range(n))

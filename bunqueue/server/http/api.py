@@ -105,7 +105,7 @@ class HttpApi:
         limiter = self.limiters.get(key)
         if limiter is None:
             limiter = self.limiters[key] = RequestRateLimiter(self.rate_limit, self.rate_window_ms)
-        if limiter.allow_many(1):
+        if limiter.allow():
             return True
         if self.engine is not None and self.engine.hears_system_events():
             self.engine.system_event(eventnames.RATELIMIT_HIT, {"clientId": key})
