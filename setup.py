@@ -16,7 +16,7 @@ DEBUG = os.environ.get("BUNQUEUE_DEBUG") == "1"
 
 CORE_MODULES = [
     "framing", "heap", "readyqueue", "groups", "leases", "timers", "uuidv7", "jobs", "jobfactory", "admission",
-    "packer", "rows", "jsonreply", "httprequest", "httpresponse", "unpacker", "copyrows",
+    "packer", "rows", "jsonreply", "httprequest", "httpresponse", "unpacker", "copyrows", "clock",
 ]
 
 DIRECTIVES = {

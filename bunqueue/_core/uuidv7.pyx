@@ -8,7 +8,8 @@ from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.unicode cimport Py_UCS1, PyUnicode_1BYTE_DATA, PyUnicode_New
 from libc.stdint cimport int64_t, uint16_t, uint64_t
 from libc.string cimport memcpy
-from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
+
+from bunqueue._core.clock cimport wall_ms
 
 # Bytes per os.urandom call; each draw takes 10 (80 bits read, 74 kept).
 cdef enum:
@@ -43,9 +44,7 @@ os.register_at_fork(after_in_child=_count_fork)
 
 
 cdef inline int64_t clock_ms() noexcept:
-    cdef timespec now
-    clock_gettime(CLOCK_REALTIME, &now)
-    cdef int64_t ms = <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+    cdef int64_t ms = wall_ms()
     # A clock before 1970 has no UUIDv7 timestamp; the ids then count on from the epoch.
     return ms if ms > 0 else 0
 

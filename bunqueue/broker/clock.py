@@ -1,9 +1,7 @@
-"""The broker's clock: epoch milliseconds, as every timestamp and deadline on the wire is."""
+"""The broker's clock: epoch milliseconds, as every timestamp and deadline on the wire is (compiled:
+``bunqueue._core.clock``)."""
 from __future__ import annotations
 
-import time
+from bunqueue._core.clock import now_ms
 
-
-def now_ms() -> float:
-    """Epoch milliseconds as an integral float, as JS ``Date.now()`` goes on the wire (float64)."""
-    return float(time.time_ns() // 1_000_000)
+__all__ = ["now_ms"]
