@@ -42,6 +42,14 @@ DEDUP_DEFAULT = "default"
 
 
 class TransitionCore:
+    # Slots: the compiled transitions read a dozen of these per job, each then a slot read rather than a
+    # lookup in the instance's dict.
+    __slots__ = (
+        "alarms", "clock", "counters", "dependents", "deps", "dlq", "events", "factory", "flows", "groups",
+        "job_activated", "job_added", "job_changed", "jobs", "keys", "leases", "limit_controls", "queues",
+        "records", "repeats", "retention", "stall_checks", "stalls", "store", "timeout_deadlines", "timeouts",
+    )
+
     def __init__(
         self,
         *,

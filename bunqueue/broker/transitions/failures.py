@@ -36,6 +36,8 @@ INTERRUPTED_ERROR = "Interrupted by a restart"
 class Transitions(TransitionCore):
     """The broker's transitions: ``TransitionCore``'s moves and the failure paths."""
 
+    __slots__ = ()
+
     # -- lost attempts -------------------------------------------------------------------------------
 
     def lose_attempt(
