@@ -24,6 +24,12 @@ def settle_waiters(waiters: Waiters, job_id: str, completed: bool) -> None:
 
 
 class JobRecords:
+    # Slots: read by the compiled completion for every acknowledged job.
+    __slots__ = (
+        "child_results", "completed", "completion_proofs", "evicted_to_disk", "failures", "generations", "jobs",
+        "logs", "max_completed_jobs", "queues", "results", "store", "waiters",
+    )
+
     def __init__(
         self, store: Store, queues: Queues, max_completed_jobs: int, generations: dict[str, Any]
     ) -> None:
