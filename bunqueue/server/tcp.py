@@ -38,6 +38,13 @@ WRITE_CHUNK = 256 * 1024
 
 
 class BrokerProtocol(asyncio.Protocol):
+    # Slots: every frame reads several of these.
+    __slots__ = (
+        "backlog", "backlog_bytes", "chunked", "chunks", "closed", "connections", "limiter", "outbox", "packer",
+        "partial_timer", "reader", "ready", "runner", "session", "settings", "tasks", "transport",
+        "writing_paused",
+    )
+
     def __init__(
         self,
         runner: CommandRunner,
