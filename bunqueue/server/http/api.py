@@ -210,12 +210,15 @@ class HttpApi:
         # Probes come often: answered at once unless the storage status has to wait.
         reply = self.now({"cmd": "StorageStatus"}, 0)
         if type(reply) is dict:
-            return self.json(*self.answers.health_of(reply.get("data") or {}))
+            return self.health_answer(reply)
         return self._health_later(reply)  # type: ignore[arg-type]
 
+    def health_answer(self, storage_status: Reply) -> HttpResponse:
+        body, status = self.answers.health_body(storage_status.get("data") or {})
+        return HttpResponse(status, body, JSON_TYPE, self.cors)
+
     async def _health_later(self, pending: Awaitable[Reply]) -> HttpResponse:
-        reply = await pending
-        return self.json(*self.answers.health_of(reply.get("data") or {}))
+        return self.health_answer(await pending)
 
     async def _ready(self) -> HttpResponse:
         return self.json(*await self.answers.ready())
