@@ -1,5 +1,5 @@
 # cython: freethreading_compatible = False
-"""One HTTP/1.1 connection, parsed by ``RequestReader`` and answered by ``HttpApi`` in the order requests came.
+"""One HTTP/1.1 connection, read by ``RequestReader`` and answered by ``HttpApi`` in the order requests came.
 
 Most requests are answered in the call that parsed them: no task, no request or response object beyond
 two small ones. A request whose answer waits (a long-poll, a change that must reach the disk first) gets
