@@ -93,6 +93,7 @@ class PostgresJobs:
     async def ack_async(self, job_id: Any, token: Any, result: Any, has_result: bool, remove: bool) -> Reply:
         queue = await self.hot.ack(job_id, token, result, has_result, remove)
         self.job_events.completed(queue, job_id, result, has_result)
+        await self.flows_told()
         return {"ok": True}
 
     async def fail_async(
@@ -114,6 +115,14 @@ class PostgresJobs:
             task = asyncio.ensure_future(self.tell_finished_flows(ids))
             self.flow_checks.add(task)
             task.add_done_callback(self.flow_checks.discard)
+
+    async def flows_told(self) -> None:
+        """Wait for the flow:completed look-ups under way, so that an ACK's reply comes after the flows its
+        completion finished are told, as in memory: a client that acts on the reply (a Drain, another push)
+        is then told of it after them. Only while someone listens and a completion released a dependent;
+        the look-ups are not cancelled with a caller that goes away."""
+        if self.flow_checks:
+            await asyncio.wait(set(self.flow_checks))
 
     async def tell_finished_flows(self, released: list[str]) -> None:
         try:
@@ -148,6 +157,7 @@ class PostgresJobs:
         for i, outcome in enumerate(outcomes):
             if not isinstance(outcome, BaseException):
                 self.job_events.completed(outcome, ids[i], None if results is None else results[i], results is not None)
+        await self.flows_told()
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome

@@ -13,12 +13,15 @@ import msgpack
 from bunqueue import errors
 from bunqueue._core.packer import ReplyPacker
 from bunqueue._testbase.twins import Names
+from bunqueue.broker.components import eventnames
 from bunqueue.broker.facade import Broker
 from bunqueue.broker.session import Session
 from bunqueue.config import Settings
+from bunqueue.monitoring.counters import Counters
 from bunqueue.server.runner import CommandRunner
 from bunqueue.storage import MemoryStore
 from bunqueue.storage.postgres.hotpath import HotPath
+from bunqueue.storage.postgres.jobevents import JobEvents
 from bunqueue.storage.postgres.jobfamily import PostgresJobs
 from bunqueue.storage.postgres.migrations import migrate
 from bunqueue.storage.postgres.pool import PostgresConfig, connect
@@ -213,3 +216,37 @@ async def test_a_long_poll_is_woken_by_a_push_as_in_memory(postgres_url: str) ->
     assert memory[0] == {"ok": True, "jobs": [], "tokens": []}
     assert memory[2]["reqId"] == 9 and memory[2]["job"]["id"] == "<id0>" and memory[2]["token"] == "<token0>"
     assert memory[3] == {"ok": True, "job": None, "token": None}
+
+
+async def test_an_ack_that_finishes_a_flow_answers_after_the_flow_is_told(postgres_url: str) -> None:
+    """As in memory, flow:completed is told before the reply to the ACK that finished the flow: a client that
+    acts on the reply (a Drain, a push) is told of its own effects after it. The look-up of finished flows
+    is a round trip of its own; the ACK waits for it."""
+    config = PostgresConfig.from_settings(Settings(
+        postgres_url=postgres_url, broker_id="b1", postgres_namespace="ns-flows", postgres_pool_size=4,
+        postgres_poll_interval_ms=POLL_MS,
+    ))
+    conn = await connect(config)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    hot = await HotPath.open(config)
+    try:
+        broker = Broker()
+        jobs = PostgresJobs(hot, job_events=JobEvents(Counters(), broker.events.emit, broker.events.emit_many,
+                                                      hub=broker.events))
+        told: list[str] = []
+        watched = {eventnames.JOB_DEPENDENCIES_RESOLVED, eventnames.FLOW_COMPLETED}
+        broker.events.notices.append(lambda name, data: told.append(name) if name in watched else None)
+        for _ in range(3):
+            told.clear()
+            kid = await jobs.push_async("kids", {"name": "kid", "data": {}})
+            await jobs.push_async("parents", {"name": "parent", "data": {}, "dependsOn": [kid],
+                                              "childrenIds": [kid]})
+            (pulled,), tokens = await jobs.pull_async("kids", 1, Session(), "w", 30_000, 0)
+            assert tokens is not None
+            assert await jobs.ack_async(pulled.id, tokens[0], None, False, False) == {"ok": True}
+            assert told == [eventnames.JOB_DEPENDENCIES_RESOLVED, eventnames.FLOW_COMPLETED]
+    finally:
+        await hot.close()
