@@ -148,7 +148,7 @@ class HttpApi:
         body = self.body(request, route)
         if isinstance(body, str):
             return self.error(body, 400)
-        query = request.query() if request.query_string else {}
+        query = request.query()
         if route.special is not None:
             first = {key: values[0] for key, values in query.items()}
             return self._special(route.special, params, first, body)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgpack
@@ -85,9 +86,11 @@ async def _memory_replies(scenario: Scenario) -> list[Reply]:
     return await scenario(CommandRunner(broker, MemoryStore(), frozenset()))
 
 
-async def _postgres_replies(url: str, scenario: Scenario) -> list[Reply]:
+@asynccontextmanager
+async def _hot_path(url: str, namespace: str) -> AsyncIterator[HotPath]:
+    """A hot path over a migrated database, closed after use."""
     config = PostgresConfig.from_settings(Settings(
-        postgres_url=url, broker_id="b1", postgres_namespace="ns-jobs", postgres_pool_size=4,
+        postgres_url=url, broker_id="b1", postgres_namespace=namespace, postgres_pool_size=4,
         postgres_poll_interval_ms=POLL_MS,
     ))
     conn = await connect(config)
@@ -97,10 +100,15 @@ async def _postgres_replies(url: str, scenario: Scenario) -> list[Reply]:
         await conn.close()
     hot = await HotPath.open(config)
     try:
-        broker = BrokerOverPostgresJobs(PostgresJobs(hot))
-        return await scenario(CommandRunner(broker, MemoryStore(), frozenset()))
+        yield hot
     finally:
         await hot.close()
+
+
+async def _postgres_replies(url: str, scenario: Scenario) -> list[Reply]:
+    async with _hot_path(url, "ns-jobs") as hot:
+        broker = BrokerOverPostgresJobs(PostgresJobs(hot))
+        return await scenario(CommandRunner(broker, MemoryStore(), frozenset()))
 
 
 async def _both(url: str, scenario: Scenario) -> tuple[list[Reply], list[Reply]]:
@@ -222,17 +230,7 @@ async def test_an_ack_that_finishes_a_flow_answers_after_the_flow_is_told(postgr
     """As in memory, flow:completed is told before the reply to the ACK that finished the flow: a client that
     acts on the reply (a Drain, a push) is told of its own effects after it. The look-up of finished flows
     is a round trip of its own; the ACK waits for it."""
-    config = PostgresConfig.from_settings(Settings(
-        postgres_url=postgres_url, broker_id="b1", postgres_namespace="ns-flows", postgres_pool_size=4,
-        postgres_poll_interval_ms=POLL_MS,
-    ))
-    conn = await connect(config)
-    try:
-        await migrate(conn)
-    finally:
-        await conn.close()
-    hot = await HotPath.open(config)
-    try:
+    async with _hot_path(postgres_url, "ns-flows") as hot:
         broker = Broker()
         jobs = PostgresJobs(hot, job_events=JobEvents(Counters(), broker.events.emit, broker.events.emit_many,
                                                       hub=broker.events))
@@ -248,5 +246,3 @@ async def test_an_ack_that_finishes_a_flow_answers_after_the_flow_is_told(postgr
             assert tokens is not None
             assert await jobs.ack_async(pulled.id, tokens[0], None, False, False) == {"ok": True}
             assert told == [eventnames.JOB_DEPENDENCIES_RESOLVED, eventnames.FLOW_COMPLETED]
-    finally:
-        await hot.close()
