@@ -142,6 +142,18 @@ def test_baseline_that_is_not_a_commit_is_a_clear_error() -> None:
         ensure_baseline("no-such-revision-here")
 
 
+def test_baseline_with_a_setuptools_too_old_for_the_metadata_is_a_clear_error(monkeypatch, tmp_path: Path) -> None:
+    import pytest
+
+    from benchmarks.compare import baseline
+    from benchmarks.compare.install import InstallError
+
+    monkeypatch.setattr(baseline.metadata, "version", lambda name: "65.5.0")
+    with pytest.raises(InstallError, match=r"setuptools, which must be 77 or newer: pip install -e '\.\[bench\]'"):
+        baseline.ensure_baseline("HEAD", cache=tmp_path)
+    assert not any(tmp_path.rglob("setup.py")), "nothing is exported before the tools are known to build it"
+
+
 def test_ceiling_runs_the_null_server_on_the_tcp_workloads_and_verifies_them(tmp_path: Path) -> None:
     out = tmp_path / "ceiling.json"
     proc = subprocess.run(

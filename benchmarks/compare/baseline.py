@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from importlib import metadata
 from pathlib import Path
 
 from .install import InstallError
@@ -20,6 +21,8 @@ from .servers import REPO_ROOT, OursLauncher
 
 CACHE = REPO_ROOT / "benchmarks" / ".cache" / "baseline"
 BUILT_MARK = ".built"
+# pyproject.toml's build-system requirement.
+MIN_SETUPTOOLS = 77
 
 
 def _resolve(rev: str) -> str:
@@ -38,6 +41,17 @@ def _export(sha: str, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
+def _check_build_tools() -> None:
+    """setup.py reads pyproject.toml's metadata, which setuptools before 77 refuses (its license field)."""
+    try:
+        major = int(metadata.version("setuptools").split(".")[0])
+    except (metadata.PackageNotFoundError, ValueError):
+        major = 0
+    if major < MIN_SETUPTOOLS:
+        raise InstallError(f"--baseline builds with this environment's setuptools, which must be {MIN_SETUPTOOLS} "
+                           "or newer: pip install -e '.[bench]'")
+
+
 def _build(dest: Path) -> None:
     result = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest,
                             stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
@@ -51,6 +65,7 @@ def ensure_baseline(rev: str, cache: Path = CACHE) -> OursLauncher:
     sha = _resolve(rev)
     dest = cache / sha[:12]
     if not (dest / BUILT_MARK).is_file():
+        _check_build_tools()
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         print(f"building baseline {rev} ({sha[:12]}) in {dest.relative_to(REPO_ROOT)} ...",
