@@ -2,7 +2,9 @@
 
 Each is composed from ordinary commands through the same executor as every route, so no job rule is
 written here; only the shape of the answer is. Monitoring answers (`/stats`, `/metrics`, dashboards,
-`/prometheus`) come from the monitoring commands; health and readiness from counts and storage status.
+`/prometheus`) come from the monitoring commands; health and readiness from counts and the engine's storage
+status, read directly (the figures StorageStatus answers): a probe is no client's command, and probes come
+often.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from bunqueue.server.http.encoding import json_bytes
 
 Executor = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 Doc = dict[str, Any]
+# The engine's StorageStatus data: at once (memory, SQLite) or after a round trip (PostgreSQL).
+StorageStatus = Callable[[], Doc | Awaitable[Doc]]
 Query = Mapping[str, str]
 MB = 1024 * 1024
 DASHBOARD_LIMIT_MAX = 500
@@ -58,8 +62,9 @@ def _int_query(query: Query, name: str) -> int | float | None:
 
 class Answers:
     def __init__(self, execute: Executor, connections: Callable[[], dict[str, int]],
-                 totals: Callable[[], Totals]) -> None:
+                 totals: Callable[[], Totals], storage_status: StorageStatus) -> None:
         self.execute = execute
+        self.storage_status = storage_status
         self.connections = connections
         # Job counts over every queue, as the original's health and stats count them: waiting without the
         # prioritized jobs, paused queues included.
@@ -76,9 +81,8 @@ class Answers:
     # -- probes ------------------------------------------------------------------------------------
 
     async def storage(self) -> Doc:
-        reply = await self.execute({"cmd": "StorageStatus"})
-        data: Doc = reply.get("data") or {}
-        return data
+        status = self.storage_status()
+        return status if type(status) is dict else await status  # type: ignore[misc]
 
     def health_of(self, storage: Doc) -> tuple[Doc, int]:
         """The /health answer, given the storage status."""

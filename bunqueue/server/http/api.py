@@ -208,13 +208,13 @@ class HttpApi:
         if path == "/ready":
             return self._ready()
         # Probes come often: answered at once unless the storage status has to wait.
-        reply = self.now({"cmd": "StorageStatus"}, 0)
-        if type(reply) is dict:
-            return self.health_answer(reply)
-        return self._health_later(reply)  # type: ignore[arg-type]
+        storage = self.answers.storage_status()
+        if type(storage) is dict:
+            return self.health_answer(storage)
+        return self._health_later(storage)  # type: ignore[arg-type]
 
-    def health_answer(self, storage_status: Reply) -> HttpResponse:
-        body, status = self.answers.health_body(storage_status.get("data") or {})
+    def health_answer(self, storage: Reply) -> HttpResponse:
+        body, status = self.answers.health_body(storage)
         return HttpResponse(status, body, JSON_TYPE, self.cors)
 
     async def _health_later(self, pending: Awaitable[Reply]) -> HttpResponse:

@@ -110,7 +110,8 @@ class HttpListener:
         self.settings = settings
         self.runner = runner
         self.commands = Commands(runner)
-        answers = Answers(self.commands, self.connection_counts, runner.broker.totals)
+        answers = Answers(self.commands, self.connection_counts, runner.broker.totals,
+                          runner.broker.storage_status)
         self.api = HttpApi(
             self.commands.now, answers, tokens=settings.tokens, cors_origins=settings.cors_origin,
             metrics_auth=settings.metrics_need_token, rate_limit=settings.rate_limit_max_requests,

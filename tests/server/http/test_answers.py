@@ -28,7 +28,7 @@ async def _never(request: dict[str, Any]) -> dict[str, Any]:
 def test_model_the_health_body_is_the_health_document_encoded(
     totals: Totals, connections: dict[str, int], memory: dict[str, float], storage: dict[str, Any]
 ) -> None:
-    answers = Answers(_never, lambda: connections, lambda: totals)
+    answers = Answers(_never, lambda: connections, lambda: totals, lambda: storage)
     # Read the memory once so both answers see the same figures (they are kept for a second).
     answers.health_of({})
     answers.health_memory = memory
