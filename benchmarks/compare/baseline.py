@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -21,8 +22,6 @@ from .servers import REPO_ROOT, OursLauncher
 
 CACHE = REPO_ROOT / "benchmarks" / ".cache" / "baseline"
 BUILT_MARK = ".built"
-# pyproject.toml's build-system requirement.
-MIN_SETUPTOOLS = 77
 
 
 def _resolve(rev: str) -> str:
@@ -41,14 +40,23 @@ def _export(sha: str, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
+def _setuptools_needed() -> int:
+    """The major version of pyproject.toml's build-system requirement ("setuptools>=N")."""
+    with open(REPO_ROOT / "pyproject.toml", "rb") as f:
+        requires: list[str] = tomllib.load(f)["build-system"]["requires"]
+    floor = next(req for req in requires if req.startswith("setuptools>="))
+    return int(floor.removeprefix("setuptools>=").split(".")[0])
+
+
 def _check_build_tools() -> None:
-    """setup.py reads pyproject.toml's metadata, which setuptools before 77 refuses (its license field)."""
+    """setup.py reads pyproject.toml's metadata, which an older setuptools refuses (its license field)."""
+    needed = _setuptools_needed()
     try:
         major = int(metadata.version("setuptools").split(".")[0])
     except (metadata.PackageNotFoundError, ValueError):
         major = 0
-    if major < MIN_SETUPTOOLS:
-        raise InstallError(f"--baseline builds with this environment's setuptools, which must be {MIN_SETUPTOOLS} "
+    if major < needed:
+        raise InstallError(f"--baseline builds with this environment's setuptools, which must be {needed} "
                            "or newer: pip install -e '.[bench]'")
 
 
